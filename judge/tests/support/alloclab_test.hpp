@@ -1,0 +1,66 @@
+// Helpers shared by the staged test suites. Test files include this after the header
+// under test.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ALLOCLAB_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ALLOCLAB_TEST_ASAN 1
+#endif
+#endif
+
+#if defined(__SANITIZE_THREAD__)
+#define ALLOCLAB_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ALLOCLAB_TEST_TSAN 1
+#endif
+#endif
+
+#ifdef ALLOCLAB_TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace alloclab::test {
+
+/// True when this test binary is built with AddressSanitizer.
+constexpr bool kHasAsan =
+#ifdef ALLOCLAB_TEST_ASAN
+    true;
+#else
+    false;
+#endif
+
+/// True when AddressSanitizer would report an access to the byte at `p`.
+inline bool is_poisoned([[maybe_unused]] const void* p) {
+#ifdef ALLOCLAB_TEST_ASAN
+  return __asan_address_is_poisoned(p) != 0;
+#else
+  return false;
+#endif
+}
+
+/// The first byte in [p, p + n) that AddressSanitizer would report, or nullptr.
+inline const void* first_poisoned([[maybe_unused]] const void* p, [[maybe_unused]] std::size_t n) {
+#ifdef ALLOCLAB_TEST_ASAN
+  return __asan_region_is_poisoned(const_cast<void*>(p), n);
+#else
+  return nullptr;
+#endif
+}
+
+inline std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+}  // namespace alloclab::test
+
+/// Skips the current test unless the binary is built with AddressSanitizer.
+#define ALLOCLAB_REQUIRE_ASAN()                                                       \
+  do {                                                                                \
+    if (!::alloclab::test::kHasAsan) GTEST_SKIP() << "needs an AddressSanitizer build"; \
+  } while (0)

@@ -1,0 +1,1 @@
+// Owns the precompiled GoogleTest header that every test binary reuses.

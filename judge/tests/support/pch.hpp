@@ -1,0 +1,18 @@
+// Precompiled once per build tree and shared by every test binary (REUSE_FROM), so an
+// edit of an exercise header recompiles only its tests, not GoogleTest.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
