@@ -1,0 +1,3 @@
+"""bench"""
+def add_parser(sub):
+    pass

@@ -1,0 +1,181 @@
+"""Build trees: one per compiler, instrumentation and implementation, configured with CMake and
+built with Ninja. A judge holds a tree's lock while it builds and runs, so two judges started at
+once on the same tree take turns instead of corrupting each other."""
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import run as runner
+from .catalog import ROOT
+
+COMPILERS = {"clang": "clang++", "gcc": "g++"}
+BUILD_ROOT = ROOT / "build"
+
+
+@dataclass(frozen=True)
+class Impl:
+    """What a build compiles: the learner's `exercises`, the reference `solutions`, or one file."""
+    kind: str                 # "exercises" | "solutions" | "source"
+    path: Path | None = None  # with "source"
+
+    @property
+    def label(self) -> str:
+        return str(self.path) if self.kind == "source" else self.kind
+
+
+@dataclass
+class Diagnostic:
+    file: str
+    line: int
+    column: int
+    severity: str  # "error" | "warning"
+    message: str
+    context: list[str] = field(default_factory=list)  # the compiler's quoted source line and caret
+
+    def where(self) -> str:
+        return f"{_relative(self.file)}:{self.line}:{self.column}"
+
+
+@dataclass
+class BuildResult:
+    ok: bool
+    seconds: float
+    diagnostics: list[Diagnostic]
+    log: str             # the build's whole output (capped)
+    problem: str = ""    # set when the build failed without a compiler diagnostic (time-out, linker, CMake)
+
+    def first_error(self, focus: Path | None) -> Diagnostic | None:
+        errors = [d for d in self.diagnostics if d.severity == "error"]
+        if focus:
+            mine = [d for d in errors if _same_file(d.file, focus)]
+            if mine:
+                return mine[0]
+        return errors[0] if errors else None
+
+    def warnings_in(self, focus: Path | None) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "warning" and (focus is None or _same_file(d.file, focus))]
+
+
+def tree_dir(compiler: str, sanitizer: str, impl: Impl, slot: str = "") -> Path:
+    """`build/clang-asan` is the learner's tree, the same one `cmake --preset clang-asan` makes."""
+    name = f"{compiler}-{sanitizer}"
+    if impl.kind != "exercises":
+        name += f"-{impl.kind}"
+    return BUILD_ROOT / (name + (f"-{slot}" if slot else ""))
+
+
+@contextmanager
+def locked(tree: Path):
+    tree.mkdir(parents=True, exist_ok=True)
+    with open(tree / ".judge.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _cache_values(tree: Path) -> dict[str, str]:
+    values = {}
+    try:
+        for line in (tree / "CMakeCache.txt").read_text(errors="replace").splitlines():
+            if m := re.match(r"^([A-Za-z_]\w*):\w+=(.*)$", line):
+                values[m.group(1)] = m.group(2)
+    except OSError:
+        pass
+    return values
+
+
+def configure(tree: Path, compiler: str, sanitizer: str, impl: Impl, exercise_name: str,
+              werror: bool, timeout: float) -> BuildResult | None:
+    """Configures the tree unless it already is as wanted. Returns a failed result, or None."""
+    wanted = {
+        "CMAKE_CXX_COMPILER": shutil.which(COMPILERS[compiler]) or COMPILERS[compiler],
+        "ALLOCLAB_SANITIZER": sanitizer,
+        "ALLOCLAB_IMPL": str(impl.path) if impl.kind == "source" else impl.kind,
+        "ALLOCLAB_IMPL_FOR": exercise_name if impl.kind == "source" else "",
+        "ALLOCLAB_WERROR": "ON" if werror else "OFF",
+    }
+    cached = _cache_values(tree)
+    if (tree / "build.ninja").is_file() and all(cached.get(k) == v for k, v in wanted.items()):
+        return None
+    if cached.get("CMAKE_CXX_COMPILER") not in (None, wanted["CMAKE_CXX_COMPILER"]):
+        (tree / "CMakeCache.txt").unlink()  # CMake cannot switch compilers in place
+    argv = ["cmake", "-S", str(ROOT), "-B", str(tree), "-G", "Ninja", "-Wno-dev"]
+    argv += [f"-D{k}={v}" for k, v in wanted.items()]
+    result = runner.run(argv, timeout=timeout, keep_bytes=200_000)
+    if result.returncode == 0:
+        return None
+    log = result.stdout.text() + result.stderr.text()
+    return BuildResult(False, result.seconds, [], log, "CMake could not configure the build:\n" + _tail(log, 20))
+
+
+def build(tree: Path, target: str, timeout: float) -> BuildResult:
+    env = dict(os.environ, NINJA_STATUS="", CLICOLOR="0", TERM="dumb")
+    result = runner.run(["cmake", "--build", str(tree), "--target", target, "--", "-k", "0"],
+                        env=env, timeout=timeout, keep_bytes=400_000)
+    log = result.stdout.text() + result.stderr.text()
+    diagnostics = parse_diagnostics(log)
+    ok = result.returncode == 0 and not result.timed_out
+    problem = ""
+    if result.timed_out:
+        problem = f"the build took longer than {timeout:.0f} s and was stopped"
+    elif not ok and not any(d.severity == "error" for d in diagnostics):
+        problem = _link_problem(log) or "the build failed:\n" + _tail(log, 20)
+    return BuildResult(ok, result.seconds, diagnostics, log, problem)
+
+
+_DIAG_RE = re.compile(r"^(?P<file>[^\s:][^:\n]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning): (?P<msg>.*)$")
+
+
+def parse_diagnostics(log: str) -> list[Diagnostic]:
+    """Compiler errors and warnings, each with the source line and caret the compiler quotes."""
+    out: list[Diagnostic] = []
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        m = _DIAG_RE.match(line)
+        if not m:
+            continue
+        context = []
+        for follow in lines[i + 1:i + 4]:
+            if _DIAG_RE.match(follow) or follow.startswith(("In file included", "FAILED:", "[", "ninja:")):
+                break
+            if re.match(r"^\s*\d*\s*\|", follow) or follow.startswith(" "):
+                context.append(follow)
+        severity = "warning" if m.group("sev") == "warning" else "error"
+        out.append(Diagnostic(m.group("file"), int(m.group("line")), int(m.group("col")), severity,
+                              m.group("msg").strip(), context))
+    return out
+
+
+def _link_problem(log: str) -> str:
+    refs = re.findall(r"undefined reference to [`'](.+?)'", log)
+    if refs:
+        names = sorted(set(refs))[:5]
+        return ("the linker found no definition of " + ", ".join(names) +
+                ": a function is declared but never defined. Give every declared member a body.")
+    return ""
+
+
+def _tail(text: str, n: int) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+def _same_file(reported: str, path: Path) -> bool:
+    try:
+        return Path(reported).resolve() == path.resolve()
+    except OSError:
+        return False
+
+
+def _relative(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return path

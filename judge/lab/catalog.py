@@ -1,0 +1,195 @@
+"""The catalog (judge/catalog.toml): which exercises exist, in which order, with which stages."""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = ROOT / "judge" / "catalog.toml"
+SANITIZERS = ("asan", "tsan")
+DIFFICULTIES = ("easy", "medium", "hard")
+
+# TEST(Suite, Name) and TEST_F(Fixture, Name) as they open a test in a test file.
+_TEST_RE = re.compile(r"^\s*TEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.MULTILINE)
+_SLUG_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+class CatalogError(Exception):
+    """The catalog cannot be read, or an exercise name names nothing."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    test_timeout_seconds: float = 30
+    output_bytes: int = 65536
+    memory_mb: int = 4096
+    build_timeout_seconds: float = 300
+
+
+@dataclass(frozen=True)
+class Stage:
+    number: int
+    suite: str
+    title: str
+    goal: str
+    sanitizers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: int
+    slug: str
+    title: str
+    summary: str
+    difficulty: str
+    header: str
+    sanitizers: tuple[str, ...]
+    hints: tuple[str, ...]
+    stages: tuple[Stage, ...]
+    bench_subject: str = ""
+
+    @property
+    def name(self) -> str:
+        """The folder name shared by every piece of the exercise, such as `01-arena`."""
+        return f"{self.id:02d}-{self.slug}"
+
+    @property
+    def exercise_file(self) -> Path:
+        return ROOT / "exercises" / self.name / self.header
+
+    @property
+    def solution_file(self) -> Path:
+        return ROOT / "solutions" / self.name / self.header
+
+    @property
+    def chapter(self) -> Path:
+        return ROOT / "chapters" / f"{self.name}.md"
+
+    @property
+    def tests_dir(self) -> Path:
+        return ROOT / "judge" / "tests" / self.name
+
+    @property
+    def mistakes_dir(self) -> Path:
+        return ROOT / "judge" / "mistakes" / self.name
+
+    @property
+    def bench_dir(self) -> Path:
+        return ROOT / "judge" / "bench" / self.name
+
+    def stage_for_suite(self, suite: str) -> Stage | None:
+        return next((s for s in self.stages if s.suite == suite), None)
+
+    def configs(self, compilers: tuple[str, ...]) -> list[tuple[str, str]]:
+        """Every (compiler, sanitizer) build this exercise is judged in, in report order."""
+        return [(c, s) for c in compilers for s in self.sanitizers]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    exercises: tuple[Exercise, ...]
+    limits: Limits = field(default_factory=Limits)
+
+    def resolve(self, name: str) -> Exercise:
+        """`1`, `01`, `arena` and `01-arena` all name exercise 01."""
+        key = name.strip().lower()
+        for ex in self.exercises:
+            if key in (str(ex.id), f"{ex.id:02d}", ex.slug, ex.name):
+                return ex
+        known = ", ".join(f"{ex.id} ({ex.slug})" for ex in self.exercises)
+        raise CatalogError(f"no exercise is called '{name}'. The exercises are: {known}.")
+
+
+def load(path: Path = CATALOG) -> Catalog:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise CatalogError(f"cannot read the catalog {path}: {err}") from None
+    try:
+        limits = Limits(**data.get("limits", {}))
+        exercises = [_exercise(raw) for raw in data.get("exercise", [])]
+    except (TypeError, KeyError, ValueError) as err:
+        raise CatalogError(f"the catalog {path} is malformed: {err}") from None
+    exercises.sort(key=lambda ex: ex.id)
+    return Catalog(tuple(exercises), limits)
+
+
+def _exercise(raw: dict) -> Exercise:
+    sanitizers = tuple(raw.get("sanitizers", ["asan"]))
+    stages = tuple(
+        Stage(
+            number=i,
+            suite=st["suite"],
+            title=st.get("title", st["suite"]),
+            goal=st.get("goal", ""),
+            sanitizers=tuple(st.get("sanitizers", sanitizers)),
+        )
+        for i, st in enumerate(raw.get("stage", []), start=1)
+    )
+    return Exercise(
+        id=int(raw["id"]),
+        slug=raw["slug"],
+        title=raw["title"],
+        summary=raw.get("summary", ""),
+        difficulty=raw.get("difficulty", ""),
+        header=raw["header"],
+        sanitizers=sanitizers,
+        hints=tuple(raw.get("hints", [])),
+        stages=stages,
+        bench_subject=raw.get("bench_subject", ""),
+    )
+
+
+def tests_in_source(exercise: Exercise) -> dict[str, list[str]]:
+    """The tests each suite contains, read from the test files themselves: what must run."""
+    suites: dict[str, list[str]] = {}
+    for path in sorted(exercise.tests_dir.glob("*.cpp")):
+        for suite, name in _TEST_RE.findall(path.read_text(encoding="utf-8")):
+            suites.setdefault(suite, []).append(name)
+    return suites
+
+
+def validate(catalog: Catalog) -> list[str]:
+    """Every way the catalog disagrees with itself or with the files; empty when valid."""
+    problems: list[str] = []
+    if not catalog.exercises:
+        problems.append("the catalog lists no exercise")
+    ids = [ex.id for ex in catalog.exercises]
+    if ids != list(range(1, len(ids) + 1)):
+        problems.append(f"exercise ids must be 1, 2, 3, ... in order; they are {ids}")
+    slugs = [ex.slug for ex in catalog.exercises]
+    if len(set(slugs)) != len(slugs):
+        problems.append("two exercises share a slug")
+    for ex in catalog.exercises:
+        where = f"exercise {ex.name}"
+        if not _SLUG_RE.match(ex.slug):
+            problems.append(f"{where}: slug '{ex.slug}' must be lower-case words joined by '-'")
+        if ex.difficulty not in DIFFICULTIES:
+            problems.append(f"{where}: difficulty must be one of {', '.join(DIFFICULTIES)}")
+        for path in (ex.exercise_file, ex.solution_file, ex.chapter):
+            if not path.is_file():
+                problems.append(f"{where}: {path.relative_to(ROOT)} is missing")
+        if not ex.hints:
+            problems.append(f"{where}: no hints")
+        if not ex.stages:
+            problems.append(f"{where}: no stages")
+        bad = [s for s in ex.sanitizers if s not in SANITIZERS]
+        if bad or not ex.sanitizers:
+            problems.append(f"{where}: sanitizers must be chosen from {SANITIZERS}, not {list(ex.sanitizers)}")
+        in_source = tests_in_source(ex) if ex.tests_dir.is_dir() else {}
+        if not in_source:
+            problems.append(f"{where}: no tests in {ex.tests_dir.relative_to(ROOT)}")
+        for st in ex.stages:
+            if st.suite not in in_source:
+                problems.append(f"{where}: stage {st.number} names suite {st.suite}, which no test file defines")
+            if not set(st.sanitizers) <= set(ex.sanitizers) or not st.sanitizers:
+                problems.append(f"{where}: stage {st.number} runs under {list(st.sanitizers)}, "
+                                f"which must be among the exercise's {list(ex.sanitizers)}")
+        staged = {st.suite for st in ex.stages}
+        for suite in sorted(set(in_source) - staged):
+            problems.append(f"{where}: suite {suite} belongs to no stage, so it would never be judged")
+        if ex.bench_dir.is_dir() and not ex.bench_subject:
+            problems.append(f"{where}: has benchmarks but no bench_subject")
+    return problems

@@ -1,0 +1,3 @@
+"""check"""
+def add_parser(sub):
+    pass

@@ -1,0 +1,3 @@
+"""docs"""
+def add_parser(sub):
+    pass

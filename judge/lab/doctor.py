@@ -1,0 +1,3 @@
+"""doctor"""
+def add_parser(sub):
+    pass

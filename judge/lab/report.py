@@ -1,0 +1,92 @@
+"""The report a learner reads: stage by stage, test by test, with what to do next."""
+from __future__ import annotations
+
+from . import ui
+from .catalog import Exercise
+from .verify import ConfigResult, StageResult, Verdict
+
+_STATUS_WORD = {"crashed": "crashed", "timeout": "hung", "not run": "did not run", "skipped": "skipped"}
+
+
+def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command: str = "") -> str:
+    out = [ui.paint(f"Exercise {exercise.id:02d} · {exercise.title}", "bold") + f"  ({verdict.file})"]
+    for problem in verdict.tampering:
+        out.append(f"{ui.mark(False)} The header under test changes the test framework: {problem}. "
+                   "Tests judged through altered assertions prove nothing, so this cannot pass.")
+    first_failing = verdict.first_failing_stage()
+    for config in verdict.configs:
+        out.append("")
+        out.extend(_config(config, first_failing, verbose))
+    out.append("")
+    out.append(_next_step(verdict, exercise, command))
+    return "\n".join(out)
+
+
+def _config(config: ConfigResult, first_failing: int | None, verbose: bool) -> list[str]:
+    b = config.build
+    if not b.ok:
+        lines = [ui.paint(f"{config.label}: does not compile", "red")]
+        if b.error:
+            lines.append(f"  {b.error['file'] and _where(b.error)}: {b.error['severity']}: {b.error['message']}")
+            lines.extend("  " + c for c in b.error["context"])
+            lines.append("  Fix this first: nothing can be tested until the file compiles.")
+        else:
+            lines.append(ui.indent(b.problem, "  "))
+        return lines
+    lines = [ui.paint(f"{config.label}", "cyan") + ui.paint(f"  built in {b.seconds:.1f} s", "dim")]
+    if b.warnings:
+        w = b.warnings[0]
+        lines.append(ui.paint(f"  ! {len(b.warnings)} warning(s) in your file, the first: {_where(w)}: {w['message']}",
+                              "yellow"))
+    for stage in config.stages:
+        detailed = verbose or stage.number == first_failing
+        lines.extend(_stage(stage, detailed, verbose))
+    return lines
+
+
+def _stage(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
+    ok = stage.status == "passed"
+    count = f"{stage.passed_count}/{len(stage.tests)}"
+    head = f"{ui.mark(ok)} Stage {stage.number} · {stage.title}  {count}"
+    lines = [ui.paint(head, "bold") if detailed and not ok else head, ui.paint(f"    {stage.goal}", "dim")]
+    for problem in stage.problems:
+        lines.append(ui.paint("    ! " + problem, "yellow"))
+    if ok and not verbose:
+        return lines
+    for test in stage.tests:
+        word = _STATUS_WORD.get(test.status)
+        name = test.name + (f" — {word}" if word else "")
+        lines.append(f"    {ui.mark(test.ok)} {name}")
+        if detailed and not test.ok:
+            for message in test.messages:
+                lines.append(ui.indent(message, "        ", max_lines=200 if verbose else 14))
+            if verbose and test.finding:
+                lines.append(ui.indent(test.finding["raw"], "        | ", max_lines=80))
+    if verbose:
+        for finding in stage.findings:
+            lines.append(ui.indent(finding["raw"], "        | ", max_lines=80))
+    return lines
+
+
+def _where(diagnostic: dict) -> str:
+    from .build import Diagnostic
+    return Diagnostic(**diagnostic).where()
+
+
+def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:
+    again = f"`{command}`" if command else "the judge"
+    if verdict.passed:
+        return ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes every stage", "green") + \
+            f" ({sum(len(s.tests) for c in verdict.configs for s in c.stages)} test runs, {verdict.seconds:.1f} s)."
+    if verdict.tampering:
+        return ui.paint(f"{ui.FAIL} Not passed: leave the test framework's macros alone.", "red")
+    if any(not c.build.ok for c in verdict.configs):
+        return ui.paint(f"{ui.FAIL} Not passed: the file does not compile yet.", "red") + f" Fix the error above, then run {again} again."
+    stage_no = verdict.first_failing_stage()
+    stage = next(s for c in verdict.configs for s in c.stages if s.number == stage_no and s.status != "passed")
+    failing = len(stage.tests) - stage.passed_count
+    what = f"{failing} of {len(stage.tests)} tests fail" if failing else "the stage has problems listed above"
+    return (ui.paint(f"{ui.FAIL} Not passed yet: stage {stage.number} ({stage.title}): {what}.", "red") +
+            f" Fix the first {ui.FAIL} above and run {again} again.\n"
+            f"  Stuck? `python3 judge/judge.py hint {exercise.id}` gives the next hint; "
+            f"the chapter is chapters/{exercise.name}.md.")

@@ -1,0 +1,98 @@
+"""Runs a program the judge does not trust: bounded in time and in kept output, in its own
+process group, so that nothing it starts outlives it."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Captured:
+    """What a stream printed: the head and the tail kept, and how much there was in all."""
+    head: bytes = b""
+    tail: bytes = b""
+    total: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head) + len(self.tail)
+
+    def text(self) -> str:
+        middle = f"\n[... {self.total - len(self.head) - len(self.tail)} bytes left out ...]\n" if self.truncated else ""
+        return (self.head.decode("utf-8", "replace") + middle + self.tail.decode("utf-8", "replace"))
+
+
+@dataclass
+class RunResult:
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    stdout: Captured
+    stderr: Captured
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is None or self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
+
+
+def _drain(stream, keep: int, into: Captured) -> None:
+    """Reads a pipe to its end, keeping the first and last `keep // 2` bytes."""
+    half = max(keep // 2, 1)
+    tail = bytearray()
+    while chunk := stream.read(65536):
+        into.total += len(chunk)
+        if len(into.head) < half:
+            room = half - len(into.head)
+            into.head += chunk[:room]
+            chunk = chunk[room:]
+        tail += chunk
+        if len(tail) > half:
+            del tail[: len(tail) - half]
+    into.tail = bytes(tail)
+
+
+def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
+        timeout: float, keep_bytes: int) -> RunResult:
+    """Runs argv with no input. After `timeout` seconds the whole process group is killed;
+    it is killed too once the program ends, so that no child it forked keeps running."""
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    out, err = Captured(), Captured()
+    readers = [threading.Thread(target=_drain, args=(proc.stdout, keep_bytes, out), daemon=True),
+               threading.Thread(target=_drain, args=(proc.stderr, keep_bytes, err), daemon=True)]
+    for t in readers:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        _kill_group(proc.pid)
+        proc.wait()
+    for t in readers:
+        t.join(timeout=5)  # a grandchild that escaped the group may hold the pipe; give up on it
+    for stream in (proc.stdout, proc.stderr):
+        try:
+            stream.close()
+        except OSError:
+            pass
+    return RunResult(proc.returncode, timed_out, time.monotonic() - start, out, err)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

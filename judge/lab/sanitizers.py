@@ -1,0 +1,111 @@
+"""Turns a sanitizer's report into one line a learner can act on: what went wrong, and where
+in their own code."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# The environment of every instrumented test run. Reports go to stderr without colour;
+# the first error ends the run; an absurd allocation fails like it does without a sanitizer
+# (operator new throws) instead of aborting, up to the catalog's memory limit.
+def environment(memory_mb: int) -> dict[str, str]:
+    common = f"color=never:allocator_may_return_null=1:max_allocation_size_mb={memory_mb}:hard_rss_limit_mb={memory_mb}"
+    return {
+        "ASAN_OPTIONS": f"{common}:detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=1",
+        "UBSAN_OPTIONS": "color=never:print_stacktrace=1:halt_on_error=1",
+        "LSAN_OPTIONS": "color=never",
+        "TSAN_OPTIONS": f"{common}:halt_on_error=1:second_deadlock_stack=1",
+    }
+
+
+@dataclass
+class Finding:
+    """One sanitizer report, summarised."""
+    tool: str        # AddressSanitizer, UndefinedBehaviorSanitizer, LeakSanitizer, ThreadSanitizer
+    kind: str        # heap-buffer-overflow, data race, misaligned address, ...
+    access: str      # "READ of size 8", "" when the report has none
+    location: str    # file:line of the first frame in the learner's code, or of the first frame
+    function: str
+    raw: str
+
+    def line(self) -> str:
+        parts = [f"{self.tool}: {self.kind}"]
+        if self.access:
+            parts.append(self.access)
+        if self.location:
+            parts.append(f"at {self.location}")
+        if self.function:
+            parts.append(f"in {self.function}")
+        return " · ".join(parts)
+
+
+_ERROR_RE = re.compile(r"^(?:==\d+==)?ERROR: (AddressSanitizer|LeakSanitizer): ([\w-]+(?: [\w-]+)*)", re.M)
+_TSAN_RE = re.compile(r"^WARNING: ThreadSanitizer: ([^(\n]+?)\s*(?:\(|$)", re.M)
+_UBSAN_RE = re.compile(r"^(\S+?):(\d+):(\d+): runtime error: (.+)$", re.M)
+_ACCESS_RE = re.compile(r"^((?:READ|WRITE) of size \d+)", re.M)
+_LEAK_RE = re.compile(r"^((?:Direct|Indirect) leak of \d+ byte\(s\) in \d+ object\(s\))", re.M)
+_FRAME_RE = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.+?) (/\S+?):(\d+)(?::\d+)?$", re.M)
+_OTHER_RE = re.compile(r"^==\d+==ERROR: AddressSanitizer: (.+?)(?: on | \(|$)", re.M)
+
+_RUNTIME_FRAMES = ("/compiler-rt/", "libsanitizer", "/usr/include/", "/gtest/", "googletest")
+
+
+def summarize(stderr: str, focus: str | None = None) -> Finding | None:
+    """The first sanitizer report in stderr, or None. `focus` is the path of the learner's
+    file: the frame reported is the first one in it, or else the first outside the runtimes."""
+    if m := _UBSAN_RE.search(stderr):
+        frame = _frame(stderr[m.start():], focus)
+        location = frame[1] if frame and focus and focus in frame[1] else f"{m.group(1)}:{m.group(2)}"
+        return Finding("UndefinedBehaviorSanitizer", m.group(4).strip(), "", _short(location),
+                       frame[0] if frame else "", _report(stderr, m.start()))
+    if m := _ERROR_RE.search(stderr) or _OTHER_RE.search(stderr):
+        tool = m.group(1) if m.re is _ERROR_RE else "AddressSanitizer"
+        kind = m.group(2) if m.re is _ERROR_RE else m.group(1)
+        if kind.startswith("detected memory leaks"):
+            tool, kind = "LeakSanitizer", "memory leak"
+        rest = stderr[m.start():]
+        access = _ACCESS_RE.search(rest) or _LEAK_RE.search(rest)
+        frame = _frame(rest, focus)
+        return Finding(tool, kind.strip(), access.group(1) if access else "",
+                       _short(frame[1]) if frame else "", frame[0] if frame else "", _report(stderr, m.start()))
+    if m := _TSAN_RE.search(stderr):
+        rest = stderr[m.start():]
+        frame = _frame(rest, focus)
+        return Finding("ThreadSanitizer", m.group(1).strip(), "", _short(frame[1]) if frame else "",
+                       frame[0] if frame else "", _report(stderr, m.start()))
+    return None
+
+
+def _frame(report: str, focus: str | None) -> tuple[str, str] | None:
+    frames = [(fn, f"{path}:{line}") for fn, path, line in _FRAME_RE.findall(report)]
+    if focus:
+        for fn, where in frames:
+            if focus in where:
+                return _function(fn), where
+    for fn, where in frames:
+        if not any(r in where for r in _RUNTIME_FRAMES):
+            return _function(fn), where
+    return None
+
+
+def _function(signature: str) -> str:
+    """`alloclab::Arena::allocate(unsigned long, unsigned long)` -> `alloclab::Arena::allocate`."""
+    depth, out = 0, []
+    for ch in signature:
+        if ch == "(" and depth == 0 and out:
+            break
+        depth += ch == "<"
+        depth -= ch == ">"
+        out.append(ch)
+    return "".join(out).strip()
+
+
+def _short(location: str) -> str:
+    from .catalog import ROOT
+    root = str(ROOT) + "/"
+    return location.replace(root, "")
+
+
+def _report(stderr: str, start: int) -> str:
+    lines = stderr[start:].splitlines()
+    return "\n".join(lines[:80])

@@ -1,0 +1,324 @@
+"""Judges one exercise: builds its tests against an implementation in every configuration the
+catalog asks for, runs each stage in its own process, and records what happened to every test.
+
+A verdict of "passed" means every test the suite contains ran, in every configuration, and
+passed; anything else (a crash, a hang, an early exit, a missing report, a sanitizer report,
+a framework the header tampered with) is a failure that says what happened."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import build, integrity, run as runner, sanitizers
+from .catalog import ROOT, Catalog, Exercise, Stage, tests_in_source
+
+CANARY = "AllocLabCanary"
+
+
+@dataclass
+class TestOutcome:
+    name: str                 # Suite.Test
+    status: str               # passed | failed | crashed | timeout | skipped | not run
+    messages: list[str] = field(default_factory=list)
+    finding: dict | None = None   # a sanitizer report, summarised (sanitizers.Finding)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "passed"
+
+
+@dataclass
+class StageResult:
+    number: int
+    suite: str
+    title: str
+    goal: str
+    status: str = "failed"    # passed | failed | not built
+    tests: list[TestOutcome] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)   # what went wrong beyond single tests
+    findings: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed_count(self) -> int:
+        return sum(t.ok for t in self.tests)
+
+
+@dataclass
+class BuildSummary:
+    ok: bool
+    seconds: float
+    error: dict | None = None        # the first compiler error (build.Diagnostic)
+    warnings: list[dict] = field(default_factory=list)
+    problem: str = ""
+
+
+@dataclass
+class ConfigResult:
+    compiler: str
+    sanitizer: str
+    build: BuildSummary
+    stages: list[StageResult] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{build.COMPILERS[self.compiler]} · {self.sanitizer}"
+
+
+@dataclass
+class Verdict:
+    exercise: str
+    title: str
+    implementation: str
+    file: str
+    passed: bool
+    configs: list[ConfigResult]
+    tampering: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def first_failing_stage(self) -> int | None:
+        failing = [s.number for c in self.configs for s in c.stages if s.status != "passed"]
+        return min(failing) if failing else None
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["first_failing_stage"] = self.first_failing_stage()
+        data["verdict"] = "passed" if self.passed else "failed"
+        return data
+
+
+def implementation_file(exercise: Exercise, impl: build.Impl) -> Path:
+    if impl.kind == "source":
+        return impl.path
+    return exercise.solution_file if impl.kind == "solutions" else exercise.exercise_file
+
+
+def judge(catalog: Catalog, exercise: Exercise, impl: build.Impl, compilers: tuple[str, ...],
+          stage_numbers: tuple[int, ...] = (), werror: bool = False, slot: str = "",
+          sanitizer_list: tuple[str, ...] | None = None) -> Verdict:
+    """Builds and runs the exercise's stages in every configuration; never raises for what the
+    judged code does."""
+    start = time.monotonic()
+    focus = implementation_file(exercise, impl)
+    stages = [s for s in exercise.stages if not stage_numbers or s.number in stage_numbers]
+    expected = tests_in_source(exercise)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # The macro check runs beside the first build; it needs only the preprocessor.
+        tamper_job = pool.submit(integrity.tampered_macros, compilers[0], focus)
+        configs = []
+        for compiler in compilers:
+            for sanitizer in sanitizer_list or exercise.sanitizers:
+                wanted = [s for s in stages if sanitizer in s.sanitizers]
+                if wanted:
+                    configs.append(_judge_config(catalog, exercise, impl, compiler, sanitizer, wanted,
+                                                 expected, focus, werror, slot))
+        tampering = tamper_job.result()
+    passed = bool(configs) and not tampering and all(s.status == "passed" for c in configs for s in c.stages)
+    return Verdict(exercise.name, exercise.title, impl.label, _display(focus), passed, configs,
+                   tampering, time.monotonic() - start)
+
+
+def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: str, sanitizer: str,
+                  stages: list[Stage], expected: dict[str, list[str]], focus: Path, werror: bool,
+                  slot: str) -> ConfigResult:
+    limits = catalog.limits
+    tree = build.tree_dir(compiler, sanitizer, impl, slot)
+    target = f"test_{exercise.name}"
+    with build.locked(tree):
+        built = build.configure(tree, compiler, sanitizer, impl, exercise.name, werror,
+                                limits.build_timeout_seconds)
+        if built is None:
+            built = build.build(tree, target, limits.build_timeout_seconds)
+        error = built.first_error(focus)
+        summary = BuildSummary(built.ok, built.seconds, asdict(error) if error else None,
+                               [asdict(w) for w in built.warnings_in(focus)[:5]], built.problem)
+        result = ConfigResult(compiler, sanitizer, summary)
+        if not built.ok:
+            result.stages = [StageResult(s.number, s.suite, s.title, s.goal, "not built") for s in stages]
+            return result
+        env = dict(os.environ, **sanitizers.environment(limits.memory_mb), GTEST_COLOR="no")
+        for stage in stages:
+            result.stages.append(run_stage(tree / target, stage, expected.get(stage.suite, []), env,
+                                           limits, focus))
+    return result
+
+
+_EVENT_RE = re.compile(r"^\[ +(RUN|OK|FAILED|SKIPPED) +\] (\w+\.\w+)", re.M)
+
+
+def run_stage(binary: Path, stage: Stage, expected: list[str], env: dict[str, str], limits,
+              focus: Path) -> StageResult:
+    """Runs one stage's tests. A test that crashes or hangs is recorded as such, and the stage
+    is run again without it, so one crash does not hide the verdict on the others."""
+    result = StageResult(stage.number, stage.suite, stage.title, stage.goal)
+    outcomes: dict[str, TestOutcome] = {}
+    wanted = [f"{stage.suite}.{name}" for name in expected]
+    hangs = crashes = 0
+    with tempfile.TemporaryDirectory(prefix="alloclab-") as tmp:
+        while True:
+            excluded = [name for name in wanted if name in outcomes]
+            pattern = f"{stage.suite}.*:{CANARY}.*" + ("-" + ":".join(excluded) if excluded else "")
+            report_path = Path(tmp) / f"report-{len(excluded)}.json"
+            run = runner.run([str(binary), f"--gtest_filter={pattern}", f"--gtest_output=json:{report_path}",
+                              "--gtest_brief=0"], cwd=Path(tmp), env=env,
+                             timeout=limits.test_timeout_seconds, keep_bytes=limits.output_bytes)
+            result.seconds += run.seconds
+            stdout, stderr = run.stdout.text(), run.stderr.text()
+            finding = sanitizers.summarize(stderr, str(focus))
+            for label, captured in (("standard output", run.stdout), ("standard error", run.stderr)):
+                if captured.truncated:
+                    note = (f"the tests printed {captured.total:,} bytes to {label}; the judge kept the first and "
+                            f"last {limits.output_bytes // 2:,} (limit: output_bytes = {limits.output_bytes})")
+                    if note not in result.problems:
+                        result.problems.append(note)
+            report = _read_report(report_path)
+            if report is not None and not run.timed_out:
+                _record_report(report, wanted, outcomes, result)
+                if run.returncode != 0 and all(outcomes[n].ok for n in wanted if n in outcomes):
+                    # Every test passed, yet the run failed: a report at exit, such as a leak.
+                    if finding:
+                        result.findings.append(asdict(finding))
+                        result.problems.append(finding.line())
+                    else:
+                        result.problems.append(f"the test binary exited with status {run.returncode} "
+                                               "after its tests finished")
+                break
+            # No complete report: the process crashed, hung, or ended early.
+            running = _running_test(stdout)
+            _record_finished(stdout, outcomes, wanted)
+            if running is None or running not in wanted:
+                result.problems.append(_early_end(run, finding, running))
+                if finding:
+                    result.findings.append(asdict(finding))
+                break
+            if run.timed_out:
+                hangs += 1
+                outcomes[running] = TestOutcome(running, "timeout", [
+                    f"no result after {limits.test_timeout_seconds:g} s (limit: test_timeout_seconds); the judge "
+                    "stopped it. An infinite loop, or a deadlock if threads are involved?"], None, run.seconds)
+            else:
+                crashes += 1
+                outcomes[running] = TestOutcome(running, "crashed", [_crash_text(run, finding)],
+                                                asdict(finding) if finding else None)
+            if hangs >= 1 or crashes >= 5:
+                result.problems.append("the judge stopped re-running this stage after "
+                                       + ("a hang" if hangs else f"{crashes} crashes"))
+                break
+    for name in wanted:
+        result.tests.append(outcomes.get(name) or TestOutcome(name, "not run", ["this test never ran"]))
+    if not wanted:
+        result.problems.append(f"no test file defines a test of suite {stage.suite}")
+    if result.problems == [] and all(t.ok for t in result.tests) and result.tests:
+        result.status = "passed"
+    return result
+
+
+def _read_report(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return None
+
+
+def _record_report(report: dict, wanted: list[str], outcomes: dict[str, TestOutcome], result: StageResult) -> None:
+    seen = {}
+    for suite in report.get("testsuites", []):
+        for test in suite.get("testsuite", []):
+            seen[f"{suite.get('name')}.{test.get('name')}"] = test
+    canary = [t for name, t in seen.items() if name.startswith(CANARY + ".")]
+    if not canary or any(t.get("failures") for t in canary):
+        result.problems.append("the assertion checks of the test framework no longer fail when they should: "
+                               "the code under test has changed the framework's macros, so no verdict is possible")
+    for name in wanted:
+        if name in outcomes:
+            continue
+        test = seen.get(name)
+        if test is None or test.get("status") != "RUN":
+            continue  # recorded as "not run" below
+        failures = [_clean(f.get("failure", "")) for f in test.get("failures", [])]
+        seconds = float(str(test.get("time", "0s")).rstrip("s") or 0)
+        if failures:
+            outcomes[name] = TestOutcome(name, "failed", failures, None, seconds)
+        elif test.get("result") == "SKIPPED":
+            outcomes[name] = TestOutcome(name, "skipped", ["the test skipped itself in this configuration"],
+                                         None, seconds)
+        else:
+            outcomes[name] = TestOutcome(name, "passed", [], None, seconds)
+
+
+def _record_finished(stdout: str, outcomes: dict[str, TestOutcome], wanted: list[str]) -> None:
+    """Before a crash, the tests that finished printed their results: keep them."""
+    current, lines = None, []
+    for line in stdout.splitlines():
+        m = _EVENT_RE.match(line)
+        if not m:
+            if current:
+                lines.append(line)
+            continue
+        event, name = m.groups()
+        if event == "RUN":
+            current, lines = name, []
+        elif current == name and name in wanted and name not in outcomes:
+            if event == "OK":
+                outcomes[name] = TestOutcome(name, "passed")
+            elif event == "FAILED":
+                outcomes[name] = TestOutcome(name, "failed", [_clean("\n".join(lines))])
+            current = None
+
+
+def _running_test(stdout: str) -> str | None:
+    running = None
+    for event, name in _EVENT_RE.findall(stdout):
+        running = name if event == "RUN" else (None if name == running else running)
+    return running
+
+
+def _crash_text(run: runner.RunResult, finding: sanitizers.Finding | None) -> str:
+    if finding:
+        return finding.line()
+    if run.signal_name:
+        return f"the test crashed: {run.signal_name}{_SIGNAL_MEANING.get(run.signal_name, '')}"
+    return f"the test ended the whole test program (exit status {run.returncode}) before it finished"
+
+
+_SIGNAL_MEANING = {
+    "SIGSEGV": " (segmentation fault: a read or write of memory the program does not own, such as a null "
+               "or dangling pointer, or a stack overflow)",
+    "SIGABRT": " (abort: std::terminate, a failed assert, or an exception thrown from a noexcept function)",
+    "SIGFPE": " (arithmetic error, such as an integer division by zero)",
+    "SIGBUS": " (bus error: a misaligned or unmapped access)",
+    "SIGILL": " (illegal instruction, often __builtin_unreachable() reached)",
+    "SIGKILL": " (killed, often for using too much memory)",
+}
+
+
+def _early_end(run: runner.RunResult, finding: sanitizers.Finding | None, running: str | None) -> str:
+    if run.timed_out:
+        return (f"the test program produced no result within {run.seconds:.0f} s (limit: test_timeout_seconds) "
+                "and was stopped")
+    if finding:
+        return finding.line() + " (outside any test: in a static initializer or at exit)"
+    if run.signal_name:
+        return f"the test program crashed outside any test: {run.signal_name}{_SIGNAL_MEANING.get(run.signal_name, '')}"
+    return (f"the test program ended with status {run.returncode} before writing its report, so its tests "
+            "cannot count as passed. Does the code under test call exit(), quick_exit() or _Exit(), perhaps "
+            "from a static initializer?")
+
+
+def _clean(message: str) -> str:
+    """Drops the absolute path of the repository from a failure message."""
+    return message.replace(str(ROOT) + "/", "").strip()
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
