@@ -1,0 +1,102 @@
+// AllocLab exercise 02: the fixed-size free-list pool.
+//
+// Fill in the bodies below, stage by stage; keep every declaration as it is. Run the judge
+// with `python3 judge/judge.py test 2`; `python3 judge/judge.py hint 2` gives a hint.
+// Add whatever private members and helpers you need.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <utility>
+
+namespace alloclab {
+
+/// A pool of equal-sized blocks with an intrusive, last-in-first-out free list.
+class FixedPool {
+ public:
+  /// Stage 1: throw std::invalid_argument when any argument is 0. Stage 2: compute the
+  /// stride, the requested size raised to at least sizeof(void*) and rounded up to a
+  /// multiple of alignof(std::max_align_t).
+  /// Allocate the first chunk: afterwards chunk_count() == 1 and
+  /// capacity() == free_blocks() == blocks_per_chunk.
+  explicit FixedPool([[maybe_unused]] std::size_t block_size,
+                     [[maybe_unused]] std::size_t blocks_per_chunk = 1024,
+                     [[maybe_unused]] std::size_t max_chunks = SIZE_MAX) {}
+
+  FixedPool(const FixedPool&) = delete;
+  FixedPool& operator=(const FixedPool&) = delete;
+
+  /// Return every chunk to the heap.
+  ~FixedPool() {}
+
+  /// Stage 1: pop the most recently freed block in O(1). Stage 2: when no block is free, add
+  /// a chunk of blocks_per_chunk() blocks; when the pool already has max_chunks chunks,
+  /// throw std::bad_alloc and change nothing.
+  void* allocate() { return nullptr; }
+
+  /// Push p onto the free list, storing the link inside the block itself.
+  /// deallocate(nullptr) does nothing.
+  void deallocate([[maybe_unused]] void* p) noexcept {}
+
+  /// Stage 2: true exactly when p is the start of a block of one of this pool's chunks,
+  /// whether the block is free or handed out.
+  bool owns([[maybe_unused]] const void* p) const noexcept { return false; }
+
+  /// The stride between blocks (see the constructor).
+  std::size_t block_size() const noexcept { return 0; }
+  std::size_t blocks_per_chunk() const noexcept { return 0; }
+  std::size_t chunk_count() const noexcept { return 0; }
+  /// How many blocks allocate() can hand out before the pool must grow.
+  std::size_t free_blocks() const noexcept { return 0; }
+  /// Blocks in all chunks, free or not.
+  std::size_t capacity() const noexcept { return 0; }
+};
+
+/// Stage 3: typed objects in pooled blocks.
+template <class T>
+class ObjectPool {
+ public:
+  /// Keep a FixedPool whose blocks can hold a T.
+  explicit ObjectPool([[maybe_unused]] std::size_t objects_per_chunk = 1024) {}
+
+  /// Construct a T from args (forwarded exactly as given) in a block from the pool. If T's
+  /// constructor throws, give the block back and let the exception propagate.
+  template <class... Args>
+  T* create([[maybe_unused]] Args&&... args) {
+    return nullptr;
+  }
+
+  /// Run ~T(), then give the block back. destroy(nullptr) does nothing.
+  void destroy([[maybe_unused]] T* p) noexcept {}
+
+  /// Objects created and not yet destroyed.
+  std::size_t live() const noexcept { return 0; }
+};
+
+/// Stage 4: FixedPool's constructor and member functions, safe to call from many threads
+/// at once. No block may be handed to two threads, no access may race, and max_chunks must
+/// hold under contention.
+class SharedFixedPool {
+ public:
+  explicit SharedFixedPool([[maybe_unused]] std::size_t block_size,
+                           [[maybe_unused]] std::size_t blocks_per_chunk = 1024,
+                           [[maybe_unused]] std::size_t max_chunks = SIZE_MAX) {}
+
+  SharedFixedPool(const SharedFixedPool&) = delete;
+  SharedFixedPool& operator=(const SharedFixedPool&) = delete;
+  ~SharedFixedPool() {}
+
+  void* allocate() { return nullptr; }
+  void deallocate([[maybe_unused]] void* p) noexcept {}
+  bool owns([[maybe_unused]] const void* p) const noexcept { return false; }
+  std::size_t block_size() const noexcept { return 0; }
+  std::size_t blocks_per_chunk() const noexcept { return 0; }
+  std::size_t chunk_count() const noexcept { return 0; }
+  std::size_t free_blocks() const noexcept { return 0; }
+  std::size_t capacity() const noexcept { return 0; }
+};
+
+}  // namespace alloclab

@@ -1,0 +1,63 @@
+// Helpers shared by the stages of exercise 02. Included after fixed_pool.hpp.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "alloclab_test.hpp"
+
+namespace alloclab::test::pool {
+
+/// Every block starts on a multiple of this.
+constexpr std::size_t kAlign = alignof(std::max_align_t);
+
+/// The stride the contract asks for: `n` raised to at least a pointer, rounded up to kAlign.
+constexpr std::size_t expected_stride(std::size_t n) {
+  const std::size_t at_least = n < sizeof(void*) ? sizeof(void*) : n;
+  return (at_least + kAlign - 1) / kAlign * kAlign;
+}
+
+/// Fills n bytes at p with a byte derived from `seed`.
+inline void fill(void* p, std::size_t n, std::uint64_t seed) {
+  auto* bytes = static_cast<unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) bytes[i] = static_cast<unsigned char>(seed * 31 + i);
+}
+
+/// True when the n bytes at p still hold what fill(p, n, seed) wrote.
+inline bool holds(const void* p, std::size_t n, std::uint64_t seed) {
+  const auto* bytes = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i)
+    if (bytes[i] != static_cast<unsigned char>(seed * 31 + i)) return false;
+  return true;
+}
+
+/// True when no two of the pointers are equal.
+inline bool all_distinct(std::vector<void*> blocks) {
+  std::sort(blocks.begin(), blocks.end(), [](void* a, void* b) { return address(a) < address(b); });
+  return std::adjacent_find(blocks.begin(), blocks.end()) == blocks.end();
+}
+
+/// The smallest distance between two of the blocks' addresses (SIZE_MAX for fewer than two).
+inline std::size_t smallest_gap(std::vector<void*> blocks) {
+  std::sort(blocks.begin(), blocks.end(), [](void* a, void* b) { return address(a) < address(b); });
+  std::size_t gap = SIZE_MAX;
+  for (std::size_t i = 1; i < blocks.size(); ++i)
+    gap = std::min<std::size_t>(gap, address(blocks[i]) - address(blocks[i - 1]));
+  return gap;
+}
+
+/// A small deterministic generator, one per thread: the same run every time.
+struct XorShift {
+  std::uint64_t state;
+  std::uint64_t next() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  }
+};
+
+}  // namespace alloclab::test::pool

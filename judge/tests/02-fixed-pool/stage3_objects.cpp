@@ -1,0 +1,218 @@
+// Stage 3 — ObjectPool: construction in a pooled block, destruction, and a constructor that throws.
+#include "fixed_pool.hpp"
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "alloclab_test.hpp"
+#include "pool_test_support.hpp"
+
+namespace pool_stage3 {
+
+using alloclab::ObjectPool;
+using alloclab::test::address;
+using namespace alloclab::test::pool;
+
+// Counts constructions and destructions; each test starts from zero.
+struct Tracked {
+  static inline int constructed = 0;
+  static inline int destroyed = 0;
+  static void reset() { constructed = destroyed = 0; }
+
+  Tracked(int v, std::string n) : value(v), name(std::move(n)) { ++constructed; }
+  ~Tracked() { ++destroyed; }
+  Tracked(const Tracked&) = delete;
+  Tracked& operator=(const Tracked&) = delete;
+
+  int value;
+  std::string name;  // long names live on the heap: a skipped destructor leaks them
+};
+
+// Remembers whether it was built from an lvalue or from an rvalue.
+struct Probe {};
+struct Sink {
+  enum class From { lvalue, rvalue };
+  explicit Sink(const Probe&) : from(From::lvalue) {}
+  explicit Sink(Probe&&) : from(From::rvalue) {}
+  From from;
+};
+
+struct Refused {};
+// Throws from its constructor when asked to.
+struct Fragile {
+  static inline int destroyed = 0;
+  explicit Fragile(bool fail) {
+    if (fail) throw Refused{};
+  }
+  ~Fragile() { ++destroyed; }
+  long payload[4] = {};
+};
+
+std::string long_name(int i) { return "request-state-number-" + std::to_string(i) + "-with-a-name-too-long-for-SSO"; }
+
+TEST(PoolObjects, CreateConstructsFromItsArguments) {
+  Tracked::reset();
+  ObjectPool<Tracked> pool(4);
+  Tracked* t = pool.create(7, std::string("seven"));
+  ASSERT_NE(t, nullptr) << "create(7, \"seven\") returned nullptr: it must return the object it built.";
+  EXPECT_EQ(t->value, 7) << "create() must pass its arguments to T's constructor.";
+  EXPECT_EQ(t->name, "seven") << "create() must pass its arguments to T's constructor.";
+  EXPECT_EQ(Tracked::constructed, 1) << "create() must run T's constructor exactly once.";
+  EXPECT_EQ(pool.live(), 1u) << "One object created and not destroyed: live() must be 1.";
+  EXPECT_EQ(address(t) % alignof(Tracked), 0u) << "The object must be aligned for its type.";
+  pool.destroy(t);
+}
+
+TEST(PoolObjects, CreateForwardsArgumentsAsGiven) {
+  ObjectPool<Sink> pool(4);
+  Probe probe;
+  Sink* from_rvalue = pool.create(Probe{});
+  Sink* from_lvalue = pool.create(probe);
+  Sink* from_const = pool.create(std::as_const(probe));
+  ASSERT_TRUE(from_rvalue && from_lvalue && from_const) << "create() returned nullptr.";
+  EXPECT_EQ(from_rvalue->from, Sink::From::rvalue)
+      << "create(Probe{}) must reach T's constructor as an rvalue: pass the arguments on with "
+         "std::forward<Args>(args)..., or every argument is copied, and move-only arguments do not compile.";
+  EXPECT_EQ(from_lvalue->from, Sink::From::lvalue) << "create(probe) must reach T's constructor as an lvalue.";
+  EXPECT_EQ(from_const->from, Sink::From::lvalue) << "create(std::as_const(probe)) must reach T's constructor as a const lvalue.";
+  pool.destroy(from_rvalue);
+  pool.destroy(from_lvalue);
+  pool.destroy(from_const);
+}
+
+TEST(PoolObjects, DestroyRunsTheDestructor) {
+  Tracked::reset();
+  ObjectPool<Tracked> pool(4);
+  Tracked* t = pool.create(1, long_name(1));
+  ASSERT_NE(t, nullptr) << "create() returned nullptr.";
+  pool.destroy(t);
+  EXPECT_EQ(Tracked::destroyed, 1)
+      << "destroy() must run ~T() exactly once before giving the block back: without it the object's own "
+         "resources (here a heap-allocated string) leak.";
+  EXPECT_EQ(pool.live(), 0u) << "After destroy(), live() must be back to 0.";
+}
+
+TEST(PoolObjects, DestroyGivesTheBlockBack) {
+  ObjectPool<Tracked> pool(4);
+  Tracked* a = pool.create(1, "a");
+  ASSERT_NE(a, nullptr) << "create() returned nullptr.";
+  pool.destroy(a);
+  Tracked* b = pool.create(2, "b");
+  EXPECT_EQ(b, a) << "The block of a destroyed object must go back to the pool, and the pool's free list is "
+                     "last in, first out: the next create() must reuse it.";
+  pool.destroy(b);
+}
+
+TEST(PoolObjects, DestroyNullDoesNothing) {
+  Tracked::reset();
+  ObjectPool<Tracked> pool(4);
+  Tracked* t = pool.create(1, "one");
+  ASSERT_NE(t, nullptr) << "create() returned nullptr.";
+  pool.destroy(nullptr);
+  EXPECT_EQ(Tracked::destroyed, 0) << "destroy(nullptr) must not run any destructor.";
+  EXPECT_EQ(pool.live(), 1u) << "destroy(nullptr) must not change live().";
+  pool.destroy(t);
+}
+
+TEST(PoolObjects, LiveCountsObjectsNotYetDestroyed) {
+  ObjectPool<Tracked> pool(4);
+  std::vector<Tracked*> objects;
+  for (int i = 0; i < 10; ++i) {
+    objects.push_back(pool.create(i, "x"));
+    EXPECT_EQ(pool.live(), static_cast<std::size_t>(i + 1)) << "Each create() must raise live() by one.";
+  }
+  ASSERT_EQ(std::count(objects.begin(), objects.end(), nullptr), 0) << "create() returned nullptr.";
+  for (int i = 0; i < 3; ++i) pool.destroy(objects[i]);
+  EXPECT_EQ(pool.live(), 7u) << "Ten created, three destroyed: live() must be 7.";
+  for (int i = 3; i < 10; ++i) pool.destroy(objects[i]);
+  EXPECT_EQ(pool.live(), 0u) << "All destroyed: live() must be 0.";
+}
+
+TEST(PoolObjects, ThrowingConstructorPropagates) {
+  ObjectPool<Fragile> pool(4);
+  EXPECT_THROW(pool.create(true), Refused)
+      << "When T's constructor throws, create() must let that very exception reach the caller.";
+}
+
+TEST(PoolObjects, ThrowingConstructorGivesTheBlockBack) {
+  ObjectPool<Fragile> pool(4);
+  Fragile* a = pool.create(false);
+  ASSERT_NE(a, nullptr) << "create(false) returned nullptr.";
+  pool.destroy(a);  // a's block is now on top of the free list
+  try {
+    pool.create(true);
+  } catch (const Refused&) {
+  }
+  Fragile* b = pool.create(false);
+  EXPECT_EQ(b, a)
+      << "The failed create() took the block on top of the free list; it must give it back before the "
+         "exception leaves, so the next create() gets that same block. Otherwise every failed construction "
+         "loses a block for good.";
+  pool.destroy(b);
+}
+
+TEST(PoolObjects, ThrowingConstructorLeavesNoObject) {
+  Fragile::destroyed = 0;
+  ObjectPool<Fragile> pool(4);
+  Fragile* keep = pool.create(false);
+  ASSERT_NE(keep, nullptr) << "create(false) returned nullptr.";
+  for (int i = 0; i < 3; ++i) {
+    try {
+      pool.create(true);
+    } catch (const Refused&) {
+    }
+  }
+  EXPECT_EQ(pool.live(), 1u) << "A create() whose constructor threw made no object: live() must not count it.";
+  EXPECT_EQ(Fragile::destroyed, 0)
+      << "No destructor may run for an object whose constructor threw: it never existed.";
+  pool.destroy(keep);
+}
+
+TEST(PoolObjects, SmallAndAlignedTypesGetTheirOwnBlocks) {
+  ObjectPool<char> chars(4);
+  std::vector<char*> cs;
+  for (int i = 0; i < 20; ++i) cs.push_back(chars.create(static_cast<char>('a' + i)));
+  ASSERT_EQ(std::count(cs.begin(), cs.end(), nullptr), 0) << "create() returned nullptr.";
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(*cs[i], static_cast<char>('a' + i))
+        << "ObjectPool<char>: object " << i << " was overwritten. A 1-byte type still needs a block big enough "
+           "for the free list's link.";
+  for (char* c : cs) chars.destroy(c);
+
+  struct alignas(alignof(std::max_align_t)) Wide {
+    char bytes[40];
+  };
+  ObjectPool<Wide> wides(4);
+  std::vector<Wide*> ws;
+  for (int i = 0; i < 10; ++i) ws.push_back(wides.create());
+  ASSERT_EQ(std::count(ws.begin(), ws.end(), nullptr), 0) << "create() returned nullptr.";
+  for (Wide* w : ws)
+    EXPECT_EQ(address(w) % alignof(Wide), 0u) << "An object aligned to alignof(std::max_align_t) must be placed at "
+                                                 "an address that is a multiple of it.";
+  std::vector<void*> raw(ws.begin(), ws.end());
+  EXPECT_GE(smallest_gap(raw), sizeof(Wide)) << "Two live 48-byte objects overlap.";
+  for (Wide* w : ws) wides.destroy(w);
+}
+
+TEST(PoolObjects, ManyObjectsAcrossChunks) {
+  Tracked::reset();
+  ObjectPool<Tracked> pool(4);
+  std::vector<Tracked*> objects;
+  for (int i = 0; i < 100; ++i) {
+    Tracked* t = pool.create(i, long_name(i));
+    ASSERT_NE(t, nullptr) << "create() returned nullptr for object " << i << ".";
+    objects.push_back(t);
+  }
+  EXPECT_EQ(pool.live(), 100u);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(objects[i]->value, i) << "Object " << i << " was overwritten by another object.";
+    EXPECT_EQ(objects[i]->name, long_name(i)) << "Object " << i << " was overwritten by another object.";
+  }
+  for (Tracked* t : objects) pool.destroy(t);
+  EXPECT_EQ(Tracked::destroyed, 100) << "Destroying 100 objects must run 100 destructors.";
+  EXPECT_EQ(pool.live(), 0u);
+}
+
+}  // namespace pool_stage3
