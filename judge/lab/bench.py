@@ -1,3 +1,132 @@
-"""bench"""
-def add_parser(sub):
-    pass
+"""`bench`: builds an exercise's Google Benchmark suite twice, optimised, against the learner's
+header and against the reference, runs both, and prints how the allocator the exercise builds
+compares with every other allocator of the same workload."""
+from __future__ import annotations
+
+import json
+import re
+
+from . import build, run as runner, ui
+from .catalog import Catalog, Exercise
+
+_SUFFIX_RE = re.compile(r"/(threads|real_time|process_time|min_time|iterations|repeats|manual_time)(:[^/]*)?$")
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("bench", help="benchmark your allocator and the reference against real allocators")
+    s.add_argument("exercise")
+    s.add_argument("--compiler", choices=("clang", "gcc"), default="clang")
+    s.add_argument("--filter", default="", help="only benchmarks whose name matches this regular expression")
+    s.add_argument("--min-time", type=float, default=0.2, help="seconds each benchmark runs at least (default 0.2)")
+    s.set_defaults(run=run)
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """`decode_step/arena/threads:2` -> (`decode_step`, `arena`)."""
+    while (m := _SUFFIX_RE.search(name)):
+        name = name[: m.start()]
+    workload, _, allocator = name.rpartition("/")
+    return (workload or name), allocator
+
+
+def parse(output: str) -> dict[str, dict[str, dict]]:
+    """{workload: {allocator: {"ns": time per iteration, "counters": {...}}}} from --benchmark_format=json."""
+    data = json.loads(output)
+    results: dict[str, dict[str, dict]] = {}
+    standard = {"name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+                "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
+                "aggregate_name", "aggregate_unit", "label", "error_occurred", "error_message"}
+    scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+    for b in data.get("benchmarks", []):
+        if b.get("run_type") != "iteration" or b.get("error_occurred"):
+            continue
+        workload, allocator = split_name(b["name"])
+        counters = {k: v for k, v in b.items() if k not in standard and isinstance(v, (int, float))}
+        results.setdefault(workload, {})[allocator] = {
+            "ns": b["real_time"] * scale.get(b.get("time_unit", "ns"), 1), "counters": counters}
+    return results
+
+
+def _measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: str, args) -> tuple[dict | None, str]:
+    tree = build.tree_dir(compiler, "release", impl)
+    target = f"bench_{exercise.name}"
+    with build.locked(tree):
+        built = build.configure(tree, compiler, "release", impl, exercise.name, False, catalog.limits.build_timeout_seconds)
+        if built is None:
+            built = build.build(tree, target, catalog.limits.build_timeout_seconds)
+        if not built.ok:
+            error = built.first_error(exercise.exercise_file)
+            return None, (f"does not compile: {error.where()}: {error.message}" if error else built.problem)
+        argv = [str(tree / target), "--benchmark_format=json", f"--benchmark_min_time={args.min_time}"]
+        if args.filter:
+            argv.append(f"--benchmark_filter={args.filter}")
+        result = runner.run(argv, timeout=600, keep_bytes=4_000_000)
+    if result.returncode != 0 or result.timed_out:
+        why = "did not finish in 600 s" if result.timed_out else (
+            f"crashed ({result.signal_name})" if result.signal_name else f"failed (exit status {result.returncode})")
+        return None, f"the benchmark {why}: {result.stderr.text()[-600:]}"
+    try:
+        return parse(result.stdout.text()), ""
+    except (ValueError, KeyError) as err:
+        return None, f"the benchmark's output could not be read: {err}"
+
+
+def _fmt_ns(ns: float) -> str:
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:8.2f} {unit}"
+    return f"{ns:8.1f} ns"
+
+
+def _ratio(subject: float | None, other: float | None) -> str:
+    if not subject or not other:
+        return "—"
+    r = other / subject
+    return f"{r:.1f}× faster" if r >= 1 else f"{1 / r:.1f}× slower"
+
+
+def run(args, catalog: Catalog) -> int:
+    from .cli import compilers_for
+    exercise = catalog.resolve(args.exercise)
+    compiler = compilers_for(args.compiler)[0]
+    if not exercise.bench_dir.is_dir():
+        print(f"Exercise {exercise.id:02d} has no benchmarks.")
+        return 2
+    subject = exercise.bench_subject
+    print(ui.paint(f"Building and running the benchmarks of exercise {exercise.id:02d} twice, optimised "
+                   f"({build.COMPILERS[compiler]} -O2): your {exercise.header} and the reference…", "dim"), flush=True)
+    mine, mine_problem = _measure(catalog, exercise, build.Impl("exercises"), compiler, args)
+    ref, ref_problem = _measure(catalog, exercise, build.Impl("solutions"), compiler, args)
+    if mine_problem:
+        print(ui.paint(f"Your {exercise.header}: {mine_problem}", "red"))
+    if ref_problem:
+        print(ui.paint(f"The reference: {ref_problem}", "red"))
+    workloads = list(dict.fromkeys([*(ref or {}), *(mine or {})]))
+    for workload in workloads:
+        rows = list(dict.fromkeys([*((ref or {}).get(workload, {})), *((mine or {}).get(workload, {}))]))
+        mine_w, ref_w = (mine or {}).get(workload, {}), (ref or {}).get(workload, {})
+        subj_mine = next((v["ns"] for k, v in mine_w.items() if k.startswith(subject)), None)
+        subj_ref = next((v["ns"] for k, v in ref_w.items() if k.startswith(subject)), None)
+        print("\n" + ui.paint(workload, "bold"))
+        print(f"  {'allocator':<26}{'yours':>12}  {'':<16}{'reference':>12}  {'':<16}")
+        for alloc in rows:
+            m, r = mine_w.get(alloc), ref_w.get(alloc)
+            is_subject = alloc.startswith(subject)
+            mine_ratio = "" if is_subject else f"{subject} {_ratio(subj_mine, m and m['ns'])}"
+            ref_ratio = "" if is_subject else f"{subject} {_ratio(subj_ref, r and r['ns'])}"
+            name = ui.paint(f"{alloc:<26}", "cyan") if is_subject else f"{alloc:<26}"
+            print(f"  {name}{_fmt_ns(m['ns']) if m else '           —':>12}  {mine_ratio:<16}"
+                  f"{_fmt_ns(r['ns']) if r else '           —':>12}  {ref_ratio:<16}")
+            for key in sorted({*(m or {}).get("counters", {}), *(r or {}).get("counters", {})}):
+                mv = (m or {}).get("counters", {}).get(key)
+                rv = (r or {}).get("counters", {}).get(key)
+                print(ui.paint(f"    {key:<24}{_num(mv):>12}  {'':<16}{_num(rv):>12}", "dim"))
+    print("\nTimes are per benchmark iteration; a ratio compares the exercise's allocator with the one on "
+          "its row, in the same build. Run it twice: the figures move by a few percent from run to run.")
+    return 0 if ref and mine else 1
+
+
+def _num(value) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"

@@ -1,3 +1,174 @@
-"""check"""
-def add_parser(sub):
-    pass
+"""`check`: the maintainer's proof that the kit is sound. The judge's own unit tests pass, the
+catalog is valid, every reference passes every stage in every configuration with both
+compilers, every untouched skeleton compiles and fails every stage, every known mistake is
+caught by the test it names, and the docs build without warnings."""
+from __future__ import annotations
+
+import queue
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+
+from . import build, docs, ui, verify
+from .catalog import ROOT, Catalog, Exercise, Mistake, mistakes, validate
+
+
+@dataclass
+class Item:
+    ok: bool
+    what: str
+    detail: str = ""
+    seconds: float = 0.0
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("check", help="prove the kit: references pass, skeletons fail, mistakes are caught")
+    s.add_argument("exercise", nargs="?", help="check one exercise only (default: all)")
+    s.add_argument("--jobs", type=int, default=2, help="judges run at once (default 2)")
+    s.add_argument("--no-docs", action="store_true", help="skip the documentation build")
+    s.set_defaults(run=run)
+
+
+def run(args, catalog: Catalog) -> int:
+    from .cli import compilers_for
+    compilers = compilers_for("all")
+    exercises = [catalog.resolve(args.exercise)] if args.exercise else list(catalog.exercises)
+    items: list[Item] = []
+
+    def report(item: Item) -> None:
+        items.append(item)
+        took = ui.paint(f"  {item.seconds:.1f} s", "dim") if item.seconds else ""
+        print(f"{ui.mark(item.ok)} {item.what}{took}", flush=True)
+        if not item.ok and item.detail:
+            print(ui.indent(item.detail, "    ", max_lines=30), flush=True)
+
+    report(_unit_tests())
+    problems = validate(catalog)
+    report(Item(not problems, "the catalog is valid", "\n".join(problems)))
+    if problems:
+        return _summary(items)
+
+    slots: queue.Queue[str] = queue.Queue()
+    for i in range(max(args.jobs, 1)):
+        slots.put(f"check{i}")
+    jobs = []
+    for ex in exercises:
+        for compiler in compilers:
+            jobs.append((_reference, ex, compiler))
+            jobs.append((_skeleton, ex, compiler))
+        for mistake in mistakes(ex):
+            jobs.append((_mistake, ex, mistake))
+    with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        futures = [pool.submit(_timed, fn, catalog, ex, arg, slots) for fn, ex, arg in jobs]
+        for future in as_completed(futures):
+            report(future.result())
+    if not args.no_docs:
+        start = time.monotonic()
+        ok, detail = docs.build_docs()
+        report(Item(ok, "the documentation builds without warnings", detail, time.monotonic() - start))
+    return _summary(items)
+
+
+def _summary(items: list[Item]) -> int:
+    failed = sum(not i.ok for i in items)
+    print(f"\n{len(items) - failed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+def _timed(fn, catalog, ex, arg, slots) -> Item:
+    start = time.monotonic()
+    slot = slots.get()
+    try:
+        item = fn(catalog, ex, arg, slot)
+    except Exception as err:  # one broken job must not hide the others' results
+        item = Item(False, f"{ex.name}: {fn.__name__.strip('_')} {arg}", f"the judge failed: {type(err).__name__}: {err}")
+    finally:
+        slots.put(slot)
+    item.seconds = time.monotonic() - start
+    return item
+
+
+def _reference(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
+    verdict = verify.judge(catalog, ex, build.Impl("solutions"), (compiler,), werror=True)
+    what = f"{ex.name}: the reference passes every stage with {build.COMPILERS[compiler]} ({', '.join(ex.sanitizers)})"
+    return Item(verdict.passed, what, _first_problem(verdict))
+
+
+def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
+    # A tree of its own, so the learner's build/<compiler>-<sanitizer> keeps its settings.
+    verdict = verify.judge(catalog, ex, build.Impl("exercises"), (compiler,), werror=True, slot=slot)
+    what = f"{ex.name}: the untouched skeleton compiles and fails every stage with {build.COMPILERS[compiler]}"
+    unbuilt = [c for c in verdict.configs if not c.build.ok]
+    if unbuilt:
+        return Item(False, what, "it does not compile warning-free:\n" + _first_problem(verdict))
+    passing = sorted({f"stage {s.number} ({c.sanitizer})" for c in verdict.configs for s in c.stages
+                      if s.status == "passed"})
+    crashed = sorted({t.name for c in verdict.configs for s in c.stages for t in s.tests
+                      if t.status in ("crashed", "timeout")})
+    detail = ""
+    if passing:
+        detail += "these stages pass on the skeleton, so they test nothing a learner must write: " + ", ".join(passing)
+    if crashed:
+        detail += ("\n" if detail else "") + "these tests crash or hang on the skeleton instead of failing: " + \
+            ", ".join(crashed)
+    return Item(not passing and not crashed, what, detail)
+
+
+def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Item:
+    name = mistake.path.name
+    what = f"{ex.name}: the known mistake {name} is caught by {', '.join(mistake.caught_by) or '?'}"
+    if not mistake.description or not mistake.caught_by:
+        return Item(False, what, "the file must start with `// Mistake: ...` and `// Caught by: Suite.Test` lines")
+    stages = []
+    for test in mistake.caught_by:
+        stage = ex.stage_for_suite(test.split(".")[0])
+        if stage is None:
+            return Item(False, what, f"{test} belongs to no stage of the catalog")
+        stages.append(stage)
+    sanitizer = stages[0].sanitizers[0]
+    verdict = verify.judge(catalog, ex, build.Impl("source", mistake.path), ("clang",),
+                           tuple(sorted({s.number for s in stages})), werror=False, slot=slot,
+                           sanitizer_list=(sanitizer,))
+    outcomes = {t.name: t for c in verdict.configs for s in c.stages for t in s.tests}
+    if not all(c.build.ok for c in verdict.configs):
+        return Item(False, what, "it does not compile, so it proves nothing:\n" + _first_problem(verdict))
+    missing = [t for t in mistake.caught_by if t not in outcomes]
+    if missing:
+        return Item(False, what, f"no such test: {', '.join(missing)}")
+    escaped = [t for t in mistake.caught_by if outcomes[t].ok]
+    if escaped:
+        return Item(False, what, f"{', '.join(escaped)} passed: the mistake is not caught")
+    return Item(not verdict.passed, what)
+
+
+def _first_problem(verdict: verify.Verdict) -> str:
+    for config in verdict.configs:
+        if not config.build.ok:
+            err = config.build.error
+            if err:
+                return f"[{config.label}] {build.Diagnostic(**err).where()}: {err['message']}"
+            return f"[{config.label}] {config.build.problem}"
+        for stage in config.stages:
+            if stage.status == "passed":
+                continue
+            for problem in stage.problems:
+                return f"[{config.label}] stage {stage.number}: {problem}"
+            for test in stage.tests:
+                if not test.ok:
+                    message = test.messages[0] if test.messages else ""
+                    return f"[{config.label}] {test.name} {test.status}: {message}"
+    return "; ".join(verdict.tampering)
+
+
+def _unit_tests() -> Item:
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", str(ROOT / "judge" / "selftest"),
+                           "-t", str(ROOT / "judge")], capture_output=True, text=True, cwd=ROOT)
+    ran = re.search(r"^Ran (\d+) tests?", proc.stderr, re.M)
+    count = int(ran.group(1)) if ran else 0
+    ok = proc.returncode == 0 and count > 0
+    return Item(ok, f"the judge's own unit tests pass ({count} tests)",
+                "" if ok else proc.stderr[-3000:], time.monotonic() - start)
