@@ -39,13 +39,13 @@ class Finding:
         return " · ".join(parts)
 
 
-_ERROR_RE = re.compile(r"^(?:==\d+==)?ERROR: (AddressSanitizer|LeakSanitizer): ([\w-]+(?: [\w-]+)*)", re.M)
+_ERROR_RE = re.compile(r"^(?:==\d+==)?ERROR: (AddressSanitizer|LeakSanitizer): (.+)$", re.M)
+_SUMMARY_RE = re.compile(r"^SUMMARY: \w+Sanitizer: ([\w-]+)", re.M)
 _TSAN_RE = re.compile(r"^WARNING: ThreadSanitizer: ([^(\n]+?)\s*(?:\(|$)", re.M)
 _UBSAN_RE = re.compile(r"^(\S+?):(\d+):(\d+): runtime error: (.+)$", re.M)
 _ACCESS_RE = re.compile(r"^((?:READ|WRITE) of size \d+)", re.M)
 _LEAK_RE = re.compile(r"^((?:Direct|Indirect) leak of \d+ byte\(s\) in \d+ object\(s\))", re.M)
 _FRAME_RE = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.+?) (/\S+?):(\d+)(?::\d+)?$", re.M)
-_OTHER_RE = re.compile(r"^==\d+==ERROR: AddressSanitizer: (.+?)(?: on | \(|$)", re.M)
 
 _RUNTIME_FRAMES = ("/compiler-rt/", "libsanitizer", "/usr/include/", "/gtest/", "googletest")
 
@@ -58,12 +58,15 @@ def summarize(stderr: str, focus: str | None = None) -> Finding | None:
         location = frame[1] if frame and focus and focus in frame[1] else f"{m.group(1)}:{m.group(2)}"
         return Finding("UndefinedBehaviorSanitizer", m.group(4).strip(), "", _short(location),
                        frame[0] if frame else "", _report(stderr, m.start()))
-    if m := _ERROR_RE.search(stderr) or _OTHER_RE.search(stderr):
-        tool = m.group(1) if m.re is _ERROR_RE else "AddressSanitizer"
-        kind = m.group(2) if m.re is _ERROR_RE else m.group(1)
+    if m := _ERROR_RE.search(stderr):
+        tool, kind = m.group(1), m.group(2)
         if kind.startswith("detected memory leaks"):
             tool, kind = "LeakSanitizer", "memory leak"
         rest = stderr[m.start():]
+        if tool == "AddressSanitizer" and (summary := _SUMMARY_RE.search(rest)):
+            kind = summary.group(1)   # the bug's short name, such as allocation-size-too-big
+        else:
+            kind = re.split(r" on (?:unknown )?address| \(|:", kind)[0]
         access = _ACCESS_RE.search(rest) or _LEAK_RE.search(rest)
         frame = _frame(rest, focus)
         return Finding(tool, kind.strip(), access.group(1) if access else "",

@@ -1,0 +1,67 @@
+"""The catalog: names resolve, the shipped catalog is valid, and validation names each problem."""
+import dataclasses
+import tempfile
+import unittest
+from pathlib import Path
+
+from lab import catalog as cat
+
+
+class ResolveTest(unittest.TestCase):
+    def setUp(self):
+        self.catalog = cat.load()
+
+    def test_every_spelling_names_exercise_one(self):
+        for name in ("1", "01", "arena", "01-arena", " Arena "):
+            self.assertEqual(self.catalog.resolve(name).id, 1, name)
+
+    def test_unknown_name_lists_the_exercises(self):
+        with self.assertRaises(cat.CatalogError) as ctx:
+            self.catalog.resolve("heap")
+        self.assertIn("1 (arena)", str(ctx.exception))
+
+    def test_exercises_are_in_order(self):
+        ids = [ex.id for ex in self.catalog.exercises]
+        self.assertEqual(ids, sorted(ids))
+
+
+class ValidateTest(unittest.TestCase):
+    def test_shipped_catalog_is_valid(self):
+        self.assertEqual(cat.validate(cat.load()), [])
+
+    def test_problems_are_named(self):
+        catalog = cat.load()
+        arena = catalog.exercises[0]
+        broken = dataclasses.replace(arena, id=3, slug="Bad_Slug", difficulty="trivial", hints=(),
+                                     sanitizers=("msan",),
+                                     stages=(cat.Stage(1, "NoSuchSuite", "x", "y", ("asan",)),))
+        problems = "\n".join(cat.validate(cat.Catalog((broken,))))
+        for expected in ("ids must be 1, 2, 3", "slug 'Bad_Slug'", "difficulty", "no hints",
+                         "sanitizers must be chosen", "NoSuchSuite"):
+            self.assertIn(expected, problems)
+
+    def test_malformed_toml_is_a_catalog_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "catalog.toml"
+            path.write_text("[[exercise]]\nid = 1\n")  # no slug, title or header
+            with self.assertRaises(cat.CatalogError):
+                cat.load(path)
+            path.write_text("this is = = not toml")
+            with self.assertRaises(cat.CatalogError):
+                cat.load(path)
+
+
+class SourceTest(unittest.TestCase):
+    def test_tests_are_read_from_the_test_files(self):
+        suites = cat.tests_in_source(cat.load().resolve("arena"))
+        self.assertIn("RejectsZeroCapacity", suites["ArenaBasics"])
+
+    def test_every_mistake_names_its_test(self):
+        for ex in cat.load().exercises:
+            for mistake in cat.mistakes(ex):
+                self.assertTrue(mistake.description, mistake.path)
+                self.assertTrue(mistake.caught_by, mistake.path)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,31 @@
+"""Untrusted programs: bounded in time and kept output, and nothing they start survives them."""
+import sys
+import time
+import unittest
+
+from lab import run
+
+
+class RunTest(unittest.TestCase):
+    def test_a_flood_is_capped_but_counted(self):
+        r = run.run([sys.executable, "-c", "import sys; sys.stdout.write('x' * 3_000_000)"], timeout=30, keep_bytes=1000)
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(r.stdout.total, 3_000_000)
+        self.assertTrue(r.stdout.truncated)
+        self.assertLess(len(r.stdout.text()), 1200)
+
+    def test_a_hang_is_stopped_with_its_children(self):
+        code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+        start = time.monotonic()
+        r = run.run([sys.executable, "-c", code], timeout=1, keep_bytes=1000)
+        self.assertTrue(r.timed_out)
+        self.assertLess(time.monotonic() - start, 10)
+
+    def test_a_signal_is_named(self):
+        r = run.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
+                    timeout=30, keep_bytes=1000)
+        self.assertEqual(r.signal_name, "SIGSEGV")
+
+
+if __name__ == "__main__":
+    unittest.main()

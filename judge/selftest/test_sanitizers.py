@@ -1,0 +1,72 @@
+"""Sanitizer reports become one line: the tool, the kind, the access, and the learner's line."""
+import unittest
+
+from lab import sanitizers
+
+ASAN = """=================================================================
+==4242==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000014 at pc 0x55 bp 0x7ff sp 0x7ff
+READ of size 1 at 0x602000000014 thread T0
+    #0 0x55d in alloclab::Arena::allocate(unsigned long, unsigned long) /home/me/exercises/01-arena/arena.hpp:42:7
+    #1 0x55e in ArenaBasics_X_Test::TestBody() /kit/judge/tests/01-arena/stage1_basics.cpp:30:3
+    #2 0x55f in void testing::internal::HandleExceptionsInMethodIfSupported /usr/include/gtest/internal/gtest.cc:10
+"""
+
+UBSAN = """/home/me/exercises/01-arena/arena.hpp:51:20: runtime error: applying non-zero offset 8 to null pointer
+    #0 0x1 in alloclab::Arena::allocate(unsigned long, unsigned long) /home/me/exercises/01-arena/arena.hpp:51:20
+"""
+
+LEAK = """
+=================================================================
+==77==ERROR: LeakSanitizer: detected memory leaks
+
+Direct leak of 4096 byte(s) in 1 object(s) allocated from:
+    #0 0x4 in operator new(unsigned long, std::align_val_t) (/kit/build/test+0x1)
+    #1 0x5 in alloclab::Arena::Arena(unsigned long) /home/me/exercises/01-arena/arena.hpp:20:30
+"""
+
+TSAN = """==================
+WARNING: ThreadSanitizer: data race (pid=9)
+  Write of size 8 at 0x7b0400000000 by thread T2:
+    #0 alloclab::FixedPool::allocate() /home/me/exercises/02-fixed-pool/fixed_pool.hpp:77:5 (test+0x1)
+"""
+
+
+class SummarizeTest(unittest.TestCase):
+    def test_asan_names_kind_access_and_learner_frame(self):
+        f = sanitizers.summarize(ASAN, "exercises/01-arena/arena.hpp")
+        self.assertEqual((f.tool, f.kind, f.access), ("AddressSanitizer", "heap-buffer-overflow", "READ of size 1"))
+        self.assertEqual(f.location, "/home/me/exercises/01-arena/arena.hpp:42")
+        self.assertEqual(f.function, "alloclab::Arena::allocate")
+        self.assertIn("heap-buffer-overflow · READ of size 1 · at /home/me/exercises/01-arena/arena.hpp:42", f.line())
+
+    def test_without_focus_the_first_frame_outside_runtimes_is_used(self):
+        f = sanitizers.summarize(ASAN)
+        self.assertIn("arena.hpp:42", f.location)
+
+    def test_ubsan(self):
+        f = sanitizers.summarize(UBSAN, "arena.hpp")
+        self.assertEqual(f.tool, "UndefinedBehaviorSanitizer")
+        self.assertEqual(f.kind, "applying non-zero offset 8 to null pointer")
+        self.assertIn("arena.hpp:51", f.location)
+
+    def test_leak(self):
+        f = sanitizers.summarize(LEAK, "exercises/01-arena/arena.hpp")
+        self.assertEqual((f.tool, f.kind), ("LeakSanitizer", "memory leak"))
+        self.assertEqual(f.access, "Direct leak of 4096 byte(s) in 1 object(s)")
+        self.assertEqual(f.function, "alloclab::Arena::Arena")
+
+    def test_tsan(self):
+        f = sanitizers.summarize(TSAN, "fixed_pool.hpp")
+        self.assertEqual((f.tool, f.kind), ("ThreadSanitizer", "data race"))
+
+    def test_plain_output_has_no_finding(self):
+        self.assertIsNone(sanitizers.summarize("[ RUN      ] A.B\n[       OK ] A.B\n"))
+
+    def test_environment_carries_the_memory_limit(self):
+        env = sanitizers.environment(1234)
+        self.assertIn("max_allocation_size_mb=1234", env["ASAN_OPTIONS"])
+        self.assertIn("detect_leaks=1", env["ASAN_OPTIONS"])
+
+
+if __name__ == "__main__":
+    unittest.main()
