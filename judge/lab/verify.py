@@ -136,6 +136,8 @@ def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compil
                                 limits.build_timeout_seconds)
         if built is None:
             built = build.build(tree, target, limits.build_timeout_seconds)
+        if impl.kind == "exercises" and not slot:
+            _link_compile_commands(tree)
         error = built.first_error(focus)
         summary = BuildSummary(built.ok, built.seconds, asdict(error) if error else None,
                                [asdict(w) for w in built.warnings_in(focus)[:5]], built.problem)
@@ -148,6 +150,16 @@ def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compil
             result.stages.append(run_stage(tree / target, stage, expected.get(stage.suite, []), env,
                                            limits, focus))
     return result
+
+
+def _link_compile_commands(tree: Path) -> None:
+    """Points clangd and VS Code at the learner's build, unless something is there already."""
+    link = ROOT / "compile_commands.json"
+    if not link.exists() and not link.is_symlink() and (tree / "compile_commands.json").is_file():
+        try:
+            link.symlink_to(tree.relative_to(ROOT) / "compile_commands.json")
+        except OSError:
+            pass
 
 
 _EVENT_RE = re.compile(r"^\[ +(RUN|OK|FAILED|SKIPPED) +\] (\w+\.\w+)", re.M)
