@@ -47,7 +47,9 @@ def parse(output: str) -> dict[str, dict[str, dict]]:
     return results
 
 
-def _measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: str, args) -> tuple[dict | None, str]:
+def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: str, min_time: float,
+            name_filter: str = "") -> tuple[dict | None, str]:
+    """Builds and runs the exercise's benchmarks: ({workload: {allocator: result}}, "") or (None, why not)."""
     tree = build.tree_dir(compiler, "release", impl)
     target = f"bench_{exercise.name}"
     with build.locked(tree):
@@ -57,9 +59,9 @@ def _measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: s
         if not built.ok:
             error = built.first_error(exercise.exercise_file)
             return None, (f"does not compile: {error.where()}: {error.message}" if error else built.problem)
-        argv = [str(tree / target), "--benchmark_format=json", f"--benchmark_min_time={args.min_time}"]
-        if args.filter:
-            argv.append(f"--benchmark_filter={args.filter}")
+        argv = [str(tree / target), "--benchmark_format=json", f"--benchmark_min_time={min_time}"]
+        if name_filter:
+            argv.append(f"--benchmark_filter={name_filter}")
         result = runner.run(argv, timeout=600, keep_bytes=4_000_000)
     if result.returncode != 0 or result.timed_out:
         why = "did not finish in 600 s" if result.timed_out else (
@@ -95,8 +97,8 @@ def run(args, catalog: Catalog) -> int:
     subject = exercise.bench_subject
     print(ui.paint(f"Building and running the benchmarks of exercise {exercise.id:02d} twice, optimised "
                    f"({build.COMPILERS[compiler]} -O2): your {exercise.header} and the reference…", "dim"), flush=True)
-    mine, mine_problem = _measure(catalog, exercise, build.Impl("exercises"), compiler, args)
-    ref, ref_problem = _measure(catalog, exercise, build.Impl("solutions"), compiler, args)
+    mine, mine_problem = measure(catalog, exercise, build.Impl("exercises"), compiler, args.min_time, args.filter)
+    ref, ref_problem = measure(catalog, exercise, build.Impl("solutions"), compiler, args.min_time, args.filter)
     if mine_problem:
         print(ui.paint(f"Your {exercise.header}: {mine_problem}", "red"))
     if ref_problem:

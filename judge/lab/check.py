@@ -12,13 +12,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from . import build, docs, ui, verify
+from . import bench, build, docs, ui, verify
 from .catalog import ROOT, Catalog, Exercise, Mistake, mistakes, validate
 
 
 @dataclass
 class Item:
-    ok: bool
+    ok: bool | None   # None: skipped, with the reason in detail
     what: str
     detail: str = ""
     seconds: float = 0.0
@@ -41,8 +41,9 @@ def run(args, catalog: Catalog) -> int:
     def report(item: Item) -> None:
         items.append(item)
         took = ui.paint(f"  {item.seconds:.1f} s", "dim") if item.seconds else ""
-        print(f"{ui.mark(item.ok)} {item.what}{took}", flush=True)
-        if not item.ok and item.detail:
+        sign = ui.paint(ui.SKIP + " skipped:", "yellow") if item.ok is None else ui.mark(item.ok)
+        print(f"{sign} {item.what}{took}", flush=True)
+        if item.ok is not True and item.detail:
             print(ui.indent(item.detail, "    ", max_lines=30), flush=True)
 
     report(_unit_tests())
@@ -61,20 +62,27 @@ def run(args, catalog: Catalog) -> int:
             jobs.append((_skeleton, ex, compiler))
         for mistake in mistakes(ex):
             jobs.append((_mistake, ex, mistake))
+        if ex.bench_dir.is_dir():
+            jobs.append((_benchmarks, ex, "clang"))
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         futures = [pool.submit(_timed, fn, catalog, ex, arg, slots) for fn, ex, arg in jobs]
         for future in as_completed(futures):
             report(future.result())
     if not args.no_docs:
         start = time.monotonic()
-        ok, detail = docs.build_docs()
-        report(Item(ok, "the documentation builds without warnings", detail, time.monotonic() - start))
+        if docs.available():
+            ok, detail = docs.build_docs()
+            report(Item(ok, "the documentation builds without warnings", detail, time.monotonic() - start))
+        else:
+            report(Item(None, "the documentation build", "doxygen is not installed (apt-get install doxygen)"))
     return _summary(items)
 
 
 def _summary(items: list[Item]) -> int:
-    failed = sum(not i.ok for i in items)
-    print(f"\n{len(items) - failed} passed, {failed} failed")
+    passed = sum(i.ok is True for i in items)
+    failed = sum(i.ok is False for i in items)
+    skipped = len(items) - passed - failed
+    print(f"\n{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     return 0 if failed == 0 else 1
 
 
@@ -142,6 +150,18 @@ def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Ite
     if escaped:
         return Item(False, what, f"{', '.join(escaped)} passed: the mistake is not caught")
     return Item(not verdict.passed, what)
+
+
+def _benchmarks(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
+    what = f"{ex.name}: the benchmarks build and run against the reference"
+    results, problem = bench.measure(catalog, ex, build.Impl("solutions"), compiler, min_time=0.01)
+    if results is None:
+        return Item(False, what, problem)
+    lacking = [w for w, allocators in results.items() if not any(a.startswith(ex.bench_subject) for a in allocators)]
+    if lacking:
+        return Item(False, what, f"no benchmark of {ex.bench_subject} in workload(s) {', '.join(lacking)}, "
+                                 "so nothing can be compared there")
+    return Item(bool(results), what, "" if results else "the benchmark binary ran no benchmark")
 
 
 def _first_problem(verdict: verify.Verdict) -> str:

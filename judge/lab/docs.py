@@ -16,9 +16,13 @@ def add_parser(sub) -> None:
     s.set_defaults(run=run)
 
 
+def available() -> bool:
+    return shutil.which("doxygen") is not None
+
+
 def build_docs() -> tuple[bool, str]:
     """Builds the docs; any Doxygen warning is a failure. Returns (ok, what went wrong)."""
-    if not shutil.which("doxygen"):
+    if not available():
         return False, "doxygen is not installed: sudo apt-get install doxygen"
     OUT.mkdir(parents=True, exist_ok=True)
     result = runner.run(["doxygen", str(ROOT / "docs" / "Doxyfile")], cwd=ROOT,
