@@ -326,8 +326,8 @@ TEST(PagedKVCache, OutOfBlocksAppendChangesNothing) {
   const auto e = cache.create();
   EXPECT_FALSE(cache.append(e, t.data())) << "The first append() to a new sequence needs a block: with none free it "
                                              "must return false.";
-  EXPECT_EQ(cache.length(e), 0) << "A refused append() must leave the new sequence empty.";
-  EXPECT_TRUE(cache.block_table(e).empty()) << "A refused append() must leave the new sequence with no block.";
+  ASSERT_EQ(cache.length(e), 0) << "A refused append() must leave the new sequence empty.";
+  ASSERT_TRUE(cache.block_table(e).empty()) << "A refused append() must leave the new sequence with no block.";
   cache.free(s);
   EXPECT_EQ(cache.pool().num_free(), 2) << "Refused appends must leave nothing behind: freeing s frees every block.";
   EXPECT_TRUE(cache.append(e, t.data())) << "Once blocks are free again, append() must succeed.";
