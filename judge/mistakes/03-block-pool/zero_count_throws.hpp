@@ -107,16 +107,22 @@ class BlockPool {
   }
 
   void check_range(int b, const char* what) const {
-    if (b < 0 || b >= num_blocks())
-      throw std::out_of_range(std::string("BlockPool::") + what + ": block " + std::to_string(b) +
-                              " is outside the pool");
+    if (b < 0 || b >= num_blocks()) outside_the_pool(b, what);
   }
 
   void check_in_use(int b, const char* what) const {
     check_range(b, what);
-    if (refcount_[static_cast<std::size_t>(b)] == 0)
-      throw std::logic_error(std::string("BlockPool::") + what + ": block " + std::to_string(b) +
-                             " is free");
+    if (refcount_[static_cast<std::size_t>(b)] == 0) not_in_use(b, what);
+  }
+
+  // The slow paths stay out of line, so that retain() and release() inline to a compare and
+  // an increment.
+  [[noreturn, gnu::noinline, gnu::cold]] static void outside_the_pool(int b, const char* what) {
+    throw std::out_of_range(std::string("BlockPool::") + what + ": block " + std::to_string(b) +
+                            " is outside the pool");
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] static void not_in_use(int b, const char* what) {
+    throw std::logic_error(std::string("BlockPool::") + what + ": block " + std::to_string(b) + " is free");
   }
 
   std::vector<int> refcount_;  // indexed by block number; 0 means free
