@@ -6,7 +6,9 @@
 #include "fixed_pool.hpp"
 
 #include <atomic>
+#include <barrier>
 #include <latch>
+#include <optional>
 #include <set>
 #include <thread>
 #include <type_traits>
@@ -120,42 +122,68 @@ TEST(PoolShared, NoBlockIsHandedToTwoThreads) {
 }
 
 TEST(PoolShared, ChunkLimitHoldsUnderContention) {
-  constexpr int kRounds = 25;
-  constexpr std::size_t kPerChunk = 2, kMaxChunks = 8, kCapacity = kPerChunk * kMaxChunks;
-  for (int round = 0; round < kRounds; ++round) {
-    SharedFixedPool pool(64, kPerChunk, kMaxChunks);
-    std::latch start(kThreads);
-    std::vector<std::vector<void*>> got(kThreads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] {
-        start.arrive_and_wait();
+  // Many short rounds: in each, the threads race to take every block of a fresh pool (and
+  // ask for four times more), so the last chunks are fought over hundreds of times.
+  constexpr int kRounds = 100;
+  constexpr std::size_t kPerChunk = 1, kMaxChunks = 16, kCapacity = kPerChunk * kMaxChunks;
+  std::optional<SharedFixedPool> pool;
+  pool.emplace(64, kPerChunk, kMaxChunks);
+  std::vector<std::vector<void*>> got(kThreads);
+  int rounds_checked = 0, first_bad_round = -1;
+  std::size_t bad_chunks = 0, bad_count = 0;
+  bool bad_distinct = false, bad_owns = false;
+  // Runs on one thread once all have finished a round: checks it, then sets up the next.
+  auto end_of_round = [&]() noexcept {
+    std::vector<void*> all;
+    for (auto& g : got) all.insert(all.end(), g.begin(), g.end());
+    const std::size_t chunks = pool->chunk_count();
+    const bool distinct = all_distinct(all);
+    bool owned = true;
+    for (void* p : all) owned = owned && pool->owns(p);
+    if (first_bad_round < 0 && (chunks > kMaxChunks || all.size() != kCapacity || !distinct || !owned)) {
+      first_bad_round = rounds_checked;
+      bad_chunks = chunks;
+      bad_count = all.size();
+      bad_distinct = !distinct;
+      bad_owns = !owned;
+    }
+    ++rounds_checked;
+    if (distinct && owned)
+      for (void* p : all) pool->deallocate(p);
+    for (auto& g : got) g.clear();
+    pool.emplace(64, kPerChunk, kMaxChunks);
+  };
+  std::barrier sync(kThreads, end_of_round);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round) {
         for (std::size_t i = 0; i < kCapacity; ++i) {  // together the threads ask for 4x the capacity
           try {
-            if (void* p = pool.allocate()) got[t].push_back(p);
+            if (void* p = pool->allocate()) got[t].push_back(p);
           } catch (const std::bad_alloc&) {
           }
         }
-      });
-    }
-    for (auto& th : threads) th.join();
-    std::vector<void*> all;
-    for (auto& g : got) all.insert(all.end(), g.begin(), g.end());
-    ASSERT_LE(pool.chunk_count(), kMaxChunks)
-        << "Round " << round << ": " << pool.chunk_count() << " chunks with max_chunks = " << kMaxChunks
-        << ". Checking the limit and adding a chunk must happen under the same lock, or two threads can both see "
-           "room for one more chunk.";
-    ASSERT_EQ(all.size(), kCapacity)
-        << "Round " << round << ": the threads got " << all.size() << " blocks from a pool whose limit is "
-        << kCapacity << " blocks. allocate() may throw std::bad_alloc only when no block is free and the limit is "
-           "reached; more blocks than that means a block was handed out twice or the limit was broken.";
-    ASSERT_TRUE(all_distinct(all)) << "Round " << round << ": the same block was handed to two threads.";
-    for (void* p : all) {
-      ASSERT_TRUE(pool.owns(p)) << "Round " << round << ": a block handed out is not a block of the pool.";
-      pool.deallocate(p);
-    }
-    ASSERT_EQ(pool.free_blocks(), kCapacity) << "Round " << round << ": every block was given back.";
+        sync.arrive_and_wait();
+      }
+    });
   }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(rounds_checked, kRounds);
+  EXPECT_EQ(first_bad_round, -1) << "In round " << first_bad_round << " of " << kRounds
+                                 << ", a pool with max_chunks = " << kMaxChunks << " went wrong under contention.";
+  EXPECT_LE(bad_chunks, kMaxChunks)
+      << "The pool grew to " << bad_chunks << " chunks with max_chunks = " << kMaxChunks
+      << ". Checking the limit and adding a chunk must happen under the same lock, or two threads can both see "
+         "room for one more chunk and both add it.";
+  if (first_bad_round >= 0) {
+    EXPECT_EQ(bad_count, kCapacity)
+        << "The threads got " << bad_count << " blocks from a pool whose limit is " << kCapacity
+        << " blocks. allocate() may throw std::bad_alloc only when no block is free and the limit is reached; "
+           "more blocks than that means a block was handed out twice or the limit was broken.";
+  }
+  EXPECT_FALSE(bad_distinct) << "The same block was handed to two threads.";
+  EXPECT_FALSE(bad_owns) << "A block handed out is not a block of the pool.";
 }
 
 TEST(PoolShared, ThreadsGrowThePoolTogether) {
