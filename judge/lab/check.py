@@ -49,8 +49,6 @@ def run(args, catalog: Catalog) -> int:
     report(_unit_tests())
     problems = validate(catalog)
     report(Item(not problems, "the catalog is valid", "\n".join(problems)))
-    if problems:
-        return _summary(items)
 
     slots: queue.Queue[str] = queue.Queue()
     for i in range(max(args.jobs, 1)):
