@@ -51,6 +51,8 @@ def _stage(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
     lines = [ui.paint(head, "bold") if detailed and not ok else head, ui.paint(f"    {stage.goal}", "dim")]
     for problem in stage.problems:
         lines.append(ui.paint("    ! " + problem, "yellow"))
+    for note in stage.notes:
+        lines.append(ui.paint("    note: " + note, "dim"))
     if ok and not verbose:
         return lines
     for test in stage.tests:

@@ -27,9 +27,10 @@ class Finding:
     location: str    # file:line of the first frame in the learner's code, or of the first frame
     function: str
     raw: str
+    limit: str = ""  # the judge's limit this report is about, such as "limit: memory_mb = 4096"
 
     def line(self) -> str:
-        parts = [f"{self.tool}: {self.kind}"]
+        parts = [f"{self.tool}: {self.kind}" + (f" ({self.limit})" if self.limit else "")]
         if self.access:
             parts.append(self.access)
         if self.location:
@@ -37,6 +38,16 @@ class Finding:
         if self.function:
             parts.append(f"in {self.function}")
         return " · ".join(parts)
+
+
+# What the runtimes print when max_allocation_size_mb or hard_rss_limit_mb (both set from the
+# catalog's memory_mb) stops a program.
+_MEMORY_LIMIT_RE = re.compile(r"out[- ]of[- ]memory|allocation-size-too-big|exceeds maximum supported size|"
+                              r"rss limit exhausted|allocator is trying to allocate", re.I)
+
+
+def hit_memory_limit(finding: Finding) -> bool:
+    return bool(_MEMORY_LIMIT_RE.search(finding.kind) or _MEMORY_LIMIT_RE.search(finding.raw[:2000]))
 
 
 _ERROR_RE = re.compile(r"^(?:==\d+==)?ERROR: (AddressSanitizer|LeakSanitizer): (.+)$", re.M)
@@ -47,12 +58,20 @@ _ACCESS_RE = re.compile(r"^((?:READ|WRITE) of size \d+)", re.M)
 _LEAK_RE = re.compile(r"^((?:Direct|Indirect) leak of \d+ byte\(s\) in \d+ object\(s\))", re.M)
 _FRAME_RE = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.+?) (/\S+?):(\d+)(?::\d+)?$", re.M)
 
+# Printed by a runtime's background thread when the program's resident size passes
+# hard_rss_limit_mb: no "ERROR:" and no stack, since no single access is to blame.
+_RSS_RE = re.compile(r"^(?:==\d+==)?(AddressSanitizer|ThreadSanitizer|LeakSanitizer): hard rss limit exhausted"
+                     r"(?: \((\d+)Mb vs (\d+)Mb\))?", re.M)
+
 _RUNTIME_FRAMES = ("/compiler-rt/", "libsanitizer", "/usr/include/", "/gtest/", "googletest")
 
 
 def summarize(stderr: str, focus: str | None = None) -> Finding | None:
     """The first sanitizer report in stderr, or None. `focus` is the path of the learner's
     file: the frame reported is the first one in it, or else the first outside the runtimes."""
+    if m := _RSS_RE.search(stderr):
+        reached = f"{m.group(3)} MB resident" if m.group(3) else ""
+        return Finding(m.group(1), "hard rss limit exhausted", reached, "", "", _report(stderr, m.start()))
     if m := _UBSAN_RE.search(stderr):
         frame = _frame(stderr[m.start():], focus)
         location = frame[1] if frame and focus and focus in frame[1] else f"{m.group(1)}:{m.group(2)}"
