@@ -58,7 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     who.add_argument("--source", metavar="FILE", help="judge FILE in place of the exercise's header")
     s.add_argument("--compiler", choices=("clang", "gcc", "all"), default="clang")
     s.add_argument("--stage", type=int, metavar="N", help="run stage N only")
-    s.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    s.add_argument("--json", action="store_true", help="print one JSON object instead of the report "
+                   "(judge/schemas/verdict.schema.json describes it)")
+    s.add_argument("--junit", metavar="FILE", help="also write the results to FILE as JUnit XML, for CI "
+                   "services and autograders (judge/schemas/junit.xsd describes it)")
     s.add_argument("-v", "--verbose", action="store_true", help="every test's messages and raw sanitizer reports")
     s.set_defaults(run=cmd_test)
 
@@ -66,7 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("exercise")
     s.set_defaults(run=cmd_hint)
 
-    from . import bench, check, docs, doctor
+    from . import bench, check, docs, doctor, learner, watch
+    watch.add_parser(sub)
+    learner.add_parsers(sub)
     check.add_parser(sub)
     doctor.add_parser(sub)
     bench.add_parser(sub)
@@ -103,7 +108,10 @@ def cmd_test(args, catalog: cat.Catalog) -> int:
     if not args.json:
         print(ui.paint(f"Judging {verify.implementation_file(exercise, impl).name} for exercise "
                        f"{exercise.id:02d}…", "dim"), flush=True)
-    verdict = verify.judge(catalog, exercise, impl, compilers, stages, werror=impl.kind == "solutions")
+    # ALLOCLAB_SLOT gives a run build trees of its own (the judge's self-tests use it), so that
+    # it never reconfigures the trees the learner's edit loop keeps warm.
+    verdict = verify.judge(catalog, exercise, impl, compilers, stages, werror=impl.kind == "solutions",
+                           slot=os.environ.get("ALLOCLAB_SLOT", ""))
     if impl.kind == "exercises" and not stages:
         progress.record(exercise, verdict.passed, verdict.first_failing_stage())
     if args.json:
@@ -111,23 +119,19 @@ def cmd_test(args, catalog: cat.Catalog) -> int:
     else:
         command = "python3 judge/judge.py test " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["test"] else ""
         print(report.render(verdict, exercise, args.verbose, command.strip()))
+    if args.junit:
+        from . import junit
+        try:
+            junit.write(verdict, Path(args.junit))
+        except OSError as err:
+            print(f"judge: --junit {args.junit}: cannot write it: {err.strerror or err}", file=sys.stderr)
+            return EXIT_USAGE
     return EXIT_OK if verdict.passed else EXIT_FAILED
 
 
 def cmd_list(args, catalog: cat.Catalog) -> int:
-    done = 0
-    for ex in catalog.exercises:
-        state = progress.status(ex)
-        if state.get("status") == "passed":
-            done += 1
-            status = ui.paint(f"{ui.OK} passed", "green")
-        elif state.get("status") == "failing":
-            status = ui.paint(f"{ui.FAIL} failing stage {state.get('stage')} of {len(ex.stages)}", "yellow")
-        else:
-            status = "not started"
-        print(f"{ex.id:02d}  {ex.title:<44} {ex.difficulty:<7} {status}")
-        print(ui.paint(f"    {ex.summary}", "dim"))
-    print(f"\nProgress {ui.bar(done, len(catalog.exercises))}")
+    from . import overview
+    print(overview.render(catalog))
     return EXIT_OK
 
 

@@ -33,6 +33,29 @@ def record(exercise: Exercise, passed: bool, failing_stage: int | None, path: Pa
     data = load(path)
     entry = data.setdefault("exercises", {}).setdefault(exercise.name, {})
     entry.update(status="passed" if passed else "failing", stage=failing_stage, when=time.strftime("%Y-%m-%dT%H:%M:%S"))
+    if passed:
+        entry["passed_once"] = True  # survives a reset: the reference stays unlocked
+    save(data, path)
+
+
+def restart(exercise: Exercise, path: Path = STATE) -> None:
+    """After a reset the file is the skeleton again: the exercise shows as not started, and
+    what the learner earned (hints seen, a pass) is kept."""
+    data = load(path)
+    entry = data.setdefault("exercises", {}).setdefault(exercise.name, {})
+    for key in ("status", "stage", "when"):
+        entry.pop(key, None)
+    save(data, path)
+
+
+def has_passed(exercise: Exercise, path: Path = STATE) -> bool:
+    entry = status(exercise, path)
+    return entry.get("status") == "passed" or bool(entry.get("passed_once"))
+
+
+def note(exercise: Exercise, key: str, value, path: Path = STATE) -> None:
+    data = load(path)
+    data.setdefault("exercises", {}).setdefault(exercise.name, {})[key] = value
     save(data, path)
 
 

@@ -1,0 +1,156 @@
+"""`reset` and `solution`: start an exercise over, and read the reference once it is earned.
+
+The untouched skeleton comes from git, the one record of it that the learner's edits cannot
+reach: the version at the last commit the learner's branch shares with its upstream (what the
+course published, without the learner's own commits), or HEAD when the branch has no upstream.
+The command says which."""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from . import progress, ui
+from .catalog import ROOT, Catalog, Exercise
+
+BACKUPS = ROOT / ".alloclab" / "backups"
+
+
+class ResetError(Exception):
+    """The skeleton cannot be found; nothing was changed."""
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("reset", help="put back the untouched skeleton of an exercise (your file is kept as a backup)")
+    s.add_argument("exercise", help="1, 01, arena or 01-arena")
+    s.set_defaults(run=cmd_reset)
+    s = sub.add_parser("solution", help="show the reference solution, once your own file has passed")
+    s.add_argument("exercise", help="1, 01, arena or 01-arena")
+    s.add_argument("--force", action="store_true",
+                   help="show it even though your file has not passed yet; this is noted in your progress file")
+    s.set_defaults(run=cmd_solution)
+
+
+def _git(*argv: str) -> str | None:
+    try:
+        proc = subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else None
+
+
+def skeleton_source(exercise: Exercise) -> tuple[bytes, str]:
+    """The skeleton's committed content, and a sentence saying where it came from."""
+    rel = exercise.exercise_file.relative_to(ROOT).as_posix()
+    if _git("rev-parse", "--is-inside-work-tree") != "true":
+        raise ResetError("this copy of the kit is not a git checkout, so the judge has no untouched copy of the "
+                         f"skeleton. Download {rel} again from the course's repository.")
+    candidates = []
+    upstream = _git("rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}")
+    if upstream:
+        base = _git("merge-base", "HEAD", upstream)
+        if base:
+            candidates.append((base, f"the commit your branch last shared with its upstream {upstream}"))
+    head = _git("rev-parse", "HEAD")
+    if head:
+        candidates.append((head, "HEAD, your branch's last commit" + ("" if upstream else " (it has no upstream)")))
+    for commit, where in candidates:
+        try:
+            proc = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=ROOT, capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if proc.returncode == 0:
+            return proc.stdout, f"{where}, {commit[:12]}"
+    raise ResetError(f"git has no committed version of {rel}, so there is nothing to reset it to")
+
+
+def backup_path(exercise: Exercise, now: float | None = None) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    stem, suffix = exercise.exercise_file.stem, exercise.exercise_file.suffix
+    folder = BACKUPS / exercise.name
+    path = folder / f"{stem}-{stamp}{suffix}"
+    n = 1
+    while path.exists():
+        n += 1
+        path = folder / f"{stem}-{stamp}-{n}{suffix}"
+    return path
+
+
+def _write_atomically(path: Path, content: bytes, mode: int | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def reset(exercise: Exercise) -> tuple[bool, Path | None, str]:
+    """Restores the skeleton. Returns whether the file changed, the backup of the learner's
+    file (None when there was nothing to keep) and where the skeleton came from. Changes
+    nothing when it raises."""
+    skeleton, where = skeleton_source(exercise)
+    target = exercise.exercise_file
+    backup = None
+    mode = None
+    if target.exists():
+        current = target.read_bytes()
+        mode = target.stat().st_mode & 0o7777
+        if current == skeleton:
+            return False, None, where
+        backup = backup_path(exercise)
+        _write_atomically(backup, current, mode)  # the learner's work is safe before anything is replaced
+    _write_atomically(target, skeleton, mode)
+    progress.restart(exercise)
+    return True, backup, where
+
+
+def cmd_reset(args, catalog: Catalog) -> int:
+    exercise = catalog.resolve(args.exercise)
+    rel = exercise.exercise_file.relative_to(ROOT)
+    try:
+        changed, backup, where = reset(exercise)
+    except ResetError as err:
+        print(f"judge: {err}")
+        return 2
+    if not changed:
+        print(f"{rel} is already the untouched skeleton (as in {where}); nothing to do.")
+        return 0
+    print(ui.paint(f"{ui.OK} {rel} is the untouched skeleton again", "green") + f" (from git: {where}).")
+    if backup is not None:
+        print(f"  Your previous file is kept as {backup.relative_to(ROOT)}")
+    print(f"  Start with stage 1: `python3 judge/judge.py test {exercise.id}` or `python3 judge/judge.py watch {exercise.id}`.")
+    return 0
+
+
+def cmd_solution(args, catalog: Catalog) -> int:
+    exercise = catalog.resolve(args.exercise)
+    rel = exercise.solution_file.relative_to(ROOT)
+    earned = progress.has_passed(exercise)
+    if not earned and not args.force:
+        print(f"The reference for exercise {exercise.id:02d} unlocks once your own {exercise.header} passes every "
+              f"stage (`python3 judge/judge.py test {exercise.id}`).\n"
+              f"  Stuck? `python3 judge/judge.py hint {exercise.id}` gives the next hint, and "
+              f"chapters/{exercise.name}.md explains the design.\n"
+              f"  To read it anyway: `python3 judge/judge.py solution {exercise.id} --force` "
+              "(this is noted in your progress file).")
+        return 1
+    try:
+        text = exercise.solution_file.read_text(encoding="utf-8")
+    except OSError as err:
+        print(f"judge: cannot read {rel}: {err.strerror or err}")
+        return 2
+    if not earned:
+        progress.note(exercise, "solution_forced", time.strftime("%Y-%m-%dT%H:%M:%S"))
+        print(ui.paint(f"Shown with --force before your file passed; noted in "
+                       f"{progress.STATE.relative_to(ROOT)}.", "yellow"))
+    print(ui.paint(f"Reference solution of exercise {exercise.id:02d} · {exercise.title} ({rel}):", "bold"))
+    print(text, end="" if text.endswith("\n") else "\n")
+    return 0

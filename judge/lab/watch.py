@@ -1,0 +1,250 @@
+"""`watch`: the learner's edit loop. Judges an exercise, then again each time its file is
+saved; when it passes, says so and moves on to the next exercise. While it waits it shows one
+status line and reads single keys: h (next hint), l (list), r (run again), q (quit).
+
+Standard library only: the file is polled (its modification time, size and inode, which also
+catch editors that save by renaming a new file over the old one), and keys are read from the
+terminal in cbreak mode with select(), which leaves Ctrl-C working. Without a terminal (a
+pipe, CI, an editor's task runner) no key is read and the loop only watches the file."""
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from . import build, overview, progress, report, ui, verify
+from .catalog import ROOT, Catalog, Exercise
+
+KEYS = "h hint · l list · r run · q quit"
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("watch", help="judge an exercise each time you save it, and move on when it passes")
+    s.add_argument("exercise", nargs="?", help="1, 01, arena or 01-arena (default: the first not yet passed)")
+    s.add_argument("--compiler", choices=("clang", "gcc", "all"), default="clang")
+    s.add_argument("--interval", type=float, default=0.5, help=argparse.SUPPRESS)  # seconds between polls
+    s.set_defaults(run=run)
+
+
+def run(args, catalog: Catalog) -> int:
+    from .cli import compilers_for
+    compilers = compilers_for(args.compiler)
+    start = catalog.resolve(args.exercise) if args.exercise else first_unpassed(catalog)
+    if start is None:
+        print(ui.paint(f"{ui.OK} Every exercise passes.", "green") + " `python3 judge/judge.py list` shows them; "
+              "`python3 judge/judge.py watch N` watches exercise N again.")
+        return 0
+
+    def judge(exercise: Exercise) -> bool:
+        verdict = verify.judge(catalog, exercise, build.Impl("exercises"), compilers)
+        progress.record(exercise, verdict.passed, verdict.first_failing_stage())
+        print(report.render(verdict, exercise), flush=True)
+        return verdict.passed
+
+    return Watcher(catalog, judge).run(start)
+
+
+def first_unpassed(catalog: Catalog, state: Path = progress.STATE, after: Exercise | None = None) -> Exercise | None:
+    """The first exercise not yet passed after `after` (or from the start), wrapping around."""
+    order = list(catalog.exercises)
+    if after is not None and after in order:
+        i = order.index(after) + 1
+        order = order[i:] + order[:i]
+    return next((ex for ex in order if overview.state_of(ex, state)[0] != "passed"), None)
+
+
+def signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None  # an editor between deleting and renaming; wait for the file to come back
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+class Keys:
+    """Single keys from the terminal, or none when standard input is not one."""
+
+    def __init__(self, stream=None):
+        self.stream = stream if stream is not None else sys.stdin
+        try:
+            self.fd = self.stream.fileno()
+            self.interactive = os.isatty(self.fd)
+        except (AttributeError, OSError, ValueError):
+            self.fd, self.interactive = -1, False
+        self._saved = None
+
+    def __enter__(self) -> "Keys":
+        if self.interactive:
+            import termios
+            import tty
+            try:
+                self._saved = termios.tcgetattr(self.fd)
+                tty.setcbreak(self.fd)  # keys arrive one by one, unechoed; Ctrl-C still interrupts
+            except termios.error:
+                self.interactive = False
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._saved is not None:
+            import termios
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
+            self._saved = None
+
+    def read(self, timeout: float) -> str | None:
+        """The next key pressed within `timeout` seconds, or None."""
+        if not self.interactive:
+            time.sleep(timeout)
+            return None
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return None
+        data = os.read(self.fd, 64)
+        if not data:  # the terminal went away: behave as if no one is typing
+            self.interactive = False
+            return None
+        return data.decode("utf-8", "replace")[:1].lower()
+
+
+class Watcher:
+    def __init__(self, catalog: Catalog, judge: Callable[[Exercise], bool], *, state: Path = progress.STATE,
+                 file_of: Callable[[Exercise], Path] = lambda ex: ex.exercise_file, keys: Keys | None = None,
+                 out=None, interval: float = 0.5, settle: float = 0.2):
+        self.catalog, self.judge, self.state, self.file_of = catalog, judge, state, file_of
+        self.keys = keys or Keys()
+        self.out = out or sys.stdout
+        self.interval, self.settle = interval, settle
+        self._status_shown = False
+
+    # -- output ------------------------------------------------------------------
+    def say(self, text: str = "") -> None:
+        self._clear_status()
+        print(text, file=self.out, flush=True)
+
+    def _clear_status(self) -> None:
+        if self._status_shown and self.keys.interactive:
+            self.out.write("\r\033[K")
+        self._status_shown = False
+
+    def status(self, exercise: Exercise) -> None:
+        path = self.file_of(exercise)
+        state, stage = overview.state_of(exercise, self.state)
+        where = {"passed": "passes", "not started": "not judged yet"}.get(state) or \
+            (f"stage {stage} of {len(exercise.stages)}" if stage else "failing")
+        line = f"Watching {_display(path)} · {where} · {overview.summary(self.catalog, self.state)}"
+        if self.keys.interactive:
+            line += f" · {KEYS}"
+            width = shutil.get_terminal_size((100, 24)).columns
+            if len(line) > width - 1:
+                line = line[: max(width - 2, 10)] + "…"
+            self.out.write("\r\033[K" + line)
+            self.out.flush()
+            self._status_shown = True
+        else:
+            print(line + " · save the file to judge it again", file=self.out, flush=True)
+
+    # -- the loop ----------------------------------------------------------------
+    def run(self, exercise: Exercise) -> int:
+        previous = signal.signal(signal.SIGTERM, _terminate) if _main_thread() else None
+        try:
+            with self.keys:
+                return self._loop(exercise)
+        except KeyboardInterrupt:
+            self.say("\nStopped watching. Your progress is saved; `python3 judge/judge.py list` shows it.")
+            return 0
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _loop(self, exercise: Exercise) -> int:
+        while True:
+            passed = self._judge(exercise)
+            if passed:
+                following = first_unpassed(self.catalog, self.state, after=exercise)
+                if following is None:
+                    self.say(ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes, and so does every other: the "
+                                      "kit is done. Well done!", "green"))
+                    self.say(overview.render(self.catalog, self.state))
+                    return 0
+                self.say(ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes.", "green") +
+                         f" On to exercise {following.id:02d}: {following.title} "
+                         f"({_display(self.file_of(following))}; chapters/{following.name}.md).")
+                exercise = following
+                continue
+            action = self._wait(exercise)
+            if action == "quit":
+                self.say("Stopped watching. Your progress is saved; `python3 judge/judge.py list` shows it.")
+                return 0
+
+    def _judge(self, exercise: Exercise) -> bool:
+        self.say(ui.paint(f"── {time.strftime('%H:%M:%S')} · judging {_display(self.file_of(exercise))} "
+                          f"(exercise {exercise.id:02d}) ──", "dim"))
+        passed = bool(self.judge(exercise))
+        self.say(f"Progress {overview.summary(self.catalog, self.state)}")
+        return passed
+
+    def _wait(self, exercise: Exercise) -> str:
+        """Until the file is saved ("changed"), or the learner asks to run again or to quit."""
+        path = self.file_of(exercise)
+        seen = signature(path)
+        self.status(exercise)
+        while True:
+            key = self.keys.read(self.interval)
+            if key == "q":
+                return "quit"
+            if key == "r":
+                return "run"
+            if key == "h":
+                self._hint(exercise)
+                self.status(exercise)
+            elif key == "l":
+                self.say()
+                self.say(overview.render(self.catalog, self.state))
+                self.status(exercise)
+            elif key is not None and key.strip():
+                self.say(f"Keys: {KEYS}.")
+                self.status(exercise)
+            now = signature(path)
+            if now is not None and now != seen:
+                self._settle(path)
+                return "changed"
+
+    def _settle(self, path: Path) -> None:
+        """Waits until the file has stopped changing: an editor may write it in several steps."""
+        last = signature(path)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            time.sleep(self.settle)
+            now = signature(path)
+            if now == last and now is not None:
+                return
+            last = now
+
+    def _hint(self, exercise: Exercise) -> None:
+        hint = progress.next_hint(exercise, self.state)
+        if hint is None:
+            self.say(f"You have seen all {len(exercise.hints)} hints; chapters/{exercise.name}.md explains the design.")
+            return
+        number, text = hint
+        self.say(ui.paint(f"Hint {number} of {len(exercise.hints)}:", "bold") + f" {text}")
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt  # leave through the same door as Ctrl-C: the terminal is restored
+
+
+def _main_thread() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
