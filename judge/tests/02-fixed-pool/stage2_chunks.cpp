@@ -29,7 +29,7 @@ TEST(PoolChunks, RejectsZeroMaxChunks) {
 }
 
 TEST(PoolChunks, TinyBlocksCanHoldALink) {
-  for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{7}, sizeof(void*)}) {
+  for (std::size_t n : {sizeof(void*), std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{7}}) {
     FixedPool pool(n, 8);
     ASSERT_GE(pool.block_size(), sizeof(void*))
         << "FixedPool(" << n << ").block_size() is " << pool.block_size() << ": a free block stores the address "
@@ -56,7 +56,7 @@ TEST(PoolChunks, TinyBlocksCanHoldALink) {
 }
 
 TEST(PoolChunks, StrideIsRoundedUpToMaxAlign) {
-  for (std::size_t n : {17, 24, 40, 100, 1000}) {
+  for (std::size_t n : {24, 40, 17, 100, 1000}) {
     FixedPool pool(n, 4);
     EXPECT_EQ(pool.block_size(), expected_stride(n))
         << "FixedPool(" << n << ").block_size() must be " << expected_stride(n) << ", " << n
