@@ -26,7 +26,7 @@ namespace alloclab {
 ///
 /// The pool only deals in numbers: it owns no memory for the blocks' contents, so it can
 /// number pages of a GPU buffer as well as of a host buffer. It is not thread-safe, and
-/// needs not be: in an inference engine, one scheduler thread owns it, so a plain `int`
+/// need not be: in an inference engine, one scheduler thread owns it, so a plain `int`
 /// counts the references, with no atomic read-modify-write on every fork or free.
 ///
 /// Every misuse (a free block, a number outside the pool) throws a `std::logic_error` and
@@ -187,7 +187,8 @@ class PagedKVCache {
 
   /// A new sequence that shares every block of `s`, for parallel sampling and beam search.
   SeqId fork(SeqId s) {
-    // Copy the parent before create(): inserting into the map may move it.
+    // The child starts as a copy of the parent's table and length; every block in it gains
+    // an owner.
     Sequence child = lookup(s, "fork");
     for (int b : child.table) pool_.retain(b);
     const SeqId id = next_id_++;
