@@ -50,8 +50,8 @@ TEST(PoolFreeList, AllocateReturnsAWritableBlock) {
   FixedPool pool(kSize, 8);
   void* p = pool.allocate();
   ASSERT_NE(p, nullptr) << "allocate() returned nullptr: it must return the start of a free block.";
-  std::memset(p, 0xAB, kSize);  // every requested byte is the caller's to write
-  EXPECT_EQ(static_cast<unsigned char*>(p)[kSize - 1], 0xAB);
+  fill(p, kSize, 0xAB);  // every requested byte is the caller's to write
+  EXPECT_TRUE(holds(p, kSize, 0xAB)) << "The 64 bytes of a block must keep what the caller wrote.";
   pool.deallocate(p);
 }
 
@@ -155,7 +155,7 @@ TEST(PoolFreeList, FreedBlocksAreAllReusedBeforeGrowing) {
   for (int i = 0; i < 8; ++i) {
     void* p = pool.allocate();
     ASSERT_NE(p, nullptr) << "allocate() returned nullptr for block " << i << " of 8.";
-    std::memset(p, 0, kSize);  // the caller owns every byte, including where the link was
+    zero(p, kSize);  // the caller owns every byte, including where the link was
     first.push_back(p);
   }
   for (void* p : first) pool.deallocate(p);
