@@ -31,6 +31,9 @@ def main(argv: list[str]) -> int:
     except (UsageError, cat.CatalogError) as err:
         print(f"judge: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # the reader went away (`| head`): nothing left to say
+        sys.stderr.close()
+        return EXIT_OK
     except KeyboardInterrupt:
         print("\njudge: interrupted", file=sys.stderr)
         return 130
