@@ -134,6 +134,9 @@ def build(tree: Path, target: str, timeout: float) -> BuildResult:
 _DIAG_RE = re.compile(r"^(?P<file>[^\s:][^:\n]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning): (?P<msg>.*)$")
 
 
+_CARET_RE = re.compile(r"^[\s\d|]*\^[\s~^]*$|^[\s\d|]*~+\^")
+
+
 def parse_diagnostics(log: str) -> list[Diagnostic]:
     """Compiler errors and warnings, each with the source line and caret the compiler quotes."""
     out: list[Diagnostic] = []
@@ -143,11 +146,13 @@ def parse_diagnostics(log: str) -> list[Diagnostic]:
         if not m:
             continue
         context = []
-        for follow in lines[i + 1:i + 4]:
+        for j, follow in enumerate(lines[i + 1:i + 4]):
             if _DIAG_RE.match(follow) or follow.startswith(("In file included", "FAILED:", "[", "ninja:")):
                 break
             if re.match(r"^\s*\d*\s*\|", follow) or follow.startswith(" "):
                 context.append(follow)
+            elif j == 0 and i + 2 < len(lines) and _CARET_RE.match(lines[i + 2]):
+                context.append(follow)  # clang quotes the source line as it is, with no margin
         severity = "warning" if m.group("sev") == "warning" else "error"
         out.append(Diagnostic(m.group("file"), int(m.group("line")), int(m.group("col")), severity,
                               m.group("msg").strip(), context))

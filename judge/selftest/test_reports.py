@@ -1,0 +1,210 @@
+"""The judge's output formats and the small parsers behind them, on verdicts built by hand:
+quick, and independent of any compiler."""
+from __future__ import annotations
+
+import json
+import tempfile
+import unittest
+from pathlib import Path
+
+from lab import build, junit, report, sanitizers, verify
+from lab.catalog import Exercise, Limits, Stage
+from lab.verify import BuildSummary, ConfigResult, StageResult, TestOutcome, Verdict
+
+from . import formats
+
+EXERCISE = Exercise(1, "arena", "The arena", "", "easy", "arena.hpp", ("asan",), ("a hint",),
+                    (Stage(1, "ArenaBasics", "basics", "goal one", ("asan",)),
+                     Stage(2, "ArenaAlignment", "alignment", "goal two", ("asan",))))
+
+
+def sample_verdict() -> Verdict:
+    """Every kind of outcome at once: passed, failed, crashed with a finding, hung, skipped,
+    not run; a stage problem, a note; a second configuration that did not build; tampering."""
+    finding = sanitizers.Finding("AddressSanitizer", "heap-buffer-overflow", "READ of size 8", "arena.hpp:3",
+                                 "alloclab::Arena::allocate", "==1==ERROR: AddressSanitizer: heap-buffer-overflow\x01")
+    stage1 = StageResult(1, "ArenaBasics", "basics", "goal one", "failed", [
+        TestOutcome("ArenaBasics.A", "passed", [], None, 0.01),
+        TestOutcome("ArenaBasics.B", "failed", ["stage1.cpp:10: Failure\nExpected equality <&> \"quoted\""], None, 0.02),
+        TestOutcome("ArenaBasics.C", "crashed", [finding.line()], vars(finding).copy(), 0.5),
+        TestOutcome("ArenaBasics.D", "timeout", ["no result after 5 s (limit: test_timeout_seconds)"], None, 5.0),
+        TestOutcome("ArenaBasics.E", "skipped", ["the test skipped itself in this configuration"]),
+        TestOutcome("ArenaBasics.F", "not run"),
+    ], ["LeakSanitizer: memory leak"], [], 6.5, ["the tests printed 9,000,000 bytes to standard output"])
+    stage2 = StageResult(2, "ArenaAlignment", "alignment", "goal two", "passed",
+                         [TestOutcome("ArenaAlignment.G", "passed", [], None, 0.1)], seconds=0.1)
+    clang = ConfigResult("clang", "asan", BuildSummary(True, 3.0), [stage1, stage2])
+    error = build.Diagnostic("arena.hpp", 4, 2, "error", "expected ';'", ["int x", "     ^"])
+    gcc = ConfigResult("gcc", "asan", BuildSummary(False, 1.0, vars(error).copy()), [
+        StageResult(1, "ArenaBasics", "basics", "goal one", "not built"),
+        StageResult(2, "ArenaAlignment", "alignment", "goal two", "not built")])
+    return Verdict("01-arena", "The arena", "source", "arena.hpp", False, [clang, gcc],
+                   ["it redefines EXPECT_EQ, a macro of the test framework"], 9.9)
+
+
+def passing_verdict() -> Verdict:
+    stage = StageResult(1, "ArenaBasics", "basics", "goal", "passed", [TestOutcome("ArenaBasics.A", "passed")])
+    return Verdict("01-arena", "The arena", "exercises", "exercises/01-arena/arena.hpp", True,
+                   [ConfigResult("clang", "asan", BuildSummary(True, 1.0), [stage])])
+
+
+class JsonOutput(unittest.TestCase):
+    def test_every_outcome_validates_against_the_schema(self):
+        for verdict in (sample_verdict(), passing_verdict()):
+            data = json.loads(json.dumps(verdict.to_json()))
+            self.assertEqual(formats.json_errors(data), [])
+
+    def test_summary_per_stage_and_configurations(self):
+        data = sample_verdict().to_json()
+        self.assertEqual(data["verdict"], "failed")
+        self.assertEqual(data["configurations"], ["clang-asan", "gcc-asan"])
+        self.assertEqual([(s["number"], s["status"]) for s in data["stages"]], [(1, "failed"), (2, "not built")])
+        self.assertEqual(data["stages"][0]["passed"], 1)
+        self.assertEqual(data["configs"][0]["stages"][0]["tests"][1]["messages"][0].splitlines()[0],
+                         "stage1.cpp:10: Failure")
+
+    def test_the_validator_rejects_what_the_schema_forbids(self):
+        """A validator that accepts everything would prove nothing."""
+        data = json.loads(json.dumps(passing_verdict().to_json()))
+        broken = dict(data, verdict="maybe")
+        self.assertTrue(formats.json_errors(broken))
+        broken = dict(data)
+        del broken["configs"]
+        self.assertTrue(formats.json_errors(broken))
+        broken = json.loads(json.dumps(data))
+        broken["configs"][0]["stages"][0]["tests"][0]["status"] = "fine"
+        self.assertTrue(formats.json_errors(broken))
+        broken = json.loads(json.dumps(data))
+        broken["configs"][0]["stages"][0]["seconds"] = True
+        self.assertTrue(formats.json_errors(broken))
+
+
+class JunitOutput(unittest.TestCase):
+    def write(self, verdict: Verdict) -> str:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "out" / "results.xml"
+            junit.write(verdict, path)
+            text = path.read_text(encoding="utf-8")
+            lint = formats.xmllint_errors(path)
+            if lint is not None:
+                self.assertEqual(lint, [], "xmllint, against judge/schemas/junit.xsd")
+            self.assertEqual([p.name for p in path.parent.iterdir()], ["results.xml"], "no temporary file left")
+        return text
+
+    def test_every_outcome_validates(self):
+        for verdict in (sample_verdict(), passing_verdict()):
+            self.assertEqual(formats.junit_errors(self.write(verdict)), [])
+
+    def test_one_suite_per_stage_per_configuration_and_every_failure_counted(self):
+        import xml.etree.ElementTree as ET
+        root = ET.fromstring(self.write(sample_verdict()))
+        names = [s.get("name") for s in root]
+        self.assertEqual(names, ["01-arena.integrity", "01-arena.stage1-basics[clang-asan]",
+                                 "01-arena.stage2-alignment[clang-asan]", "01-arena.stage1-basics[gcc-asan]",
+                                 "01-arena.stage2-alignment[gcc-asan]"])
+        stage1 = root[1]
+        outcomes = {c.get("name"): (c[0].tag, c[0].get("type")) if len(c) else None for c in stage1.iter("testcase")}
+        self.assertEqual(outcomes, {"A": None, "B": ("failure", "failed"), "C": ("error", "crashed"),
+                                    "D": ("error", "timeout"), "E": ("failure", "skipped"), "F": ("error", "not run"),
+                                    junit.STAGE_CHECKS: ("failure", "stage")})
+        self.assertIn("Expected equality", stage1.find("testcase[@name='B']/failure").text)
+        self.assertEqual(stage1.find("system-out").text, "the tests printed 9,000,000 bytes to standard output")
+        self.assertEqual(int(root.get("failures")) + int(root.get("errors")), 4 + 3 + 1 + 1)
+        self.assertIn("expected ';'", root[3].find("testcase/error").text)
+
+    def test_a_passing_verdict_has_no_failure(self):
+        import xml.etree.ElementTree as ET
+        root = ET.fromstring(self.write(passing_verdict()))
+        self.assertEqual((root.get("tests"), root.get("failures"), root.get("errors")), ("1", "0", "0"))
+
+    def test_characters_xml_cannot_carry_are_replaced(self):
+        verdict = passing_verdict()
+        stage = verdict.configs[0].stages[0]
+        stage.tests[0] = TestOutcome("ArenaBasics.A", "failed", ["bell \x07 and nul \x00 and \ud800"])
+        text = self.write(verdict)
+        self.assertEqual(formats.junit_errors(text), [])
+
+    def test_the_validator_rejects_wrong_counts_and_shapes(self):
+        good = self.write(passing_verdict())
+        self.assertTrue(formats.junit_errors(good.replace('tests="1"', 'tests="2"', 1)))
+        self.assertTrue(formats.junit_errors(good.replace("<testsuites", "<results", 1).replace("</testsuites>", "</results>")))
+        self.assertTrue(formats.junit_errors(good.replace('time="', 'time="-', 1)))
+
+
+class ReportText(unittest.TestCase):
+    def test_notes_show_without_failing_the_stage(self):
+        verdict = passing_verdict()
+        verdict.configs[0].stages[0].notes.append("the tests printed 1 bytes (limit: output_bytes = 65536)")
+        text = report.render(verdict, EXERCISE)
+        self.assertIn("limit: output_bytes", text)
+        self.assertIn("passes every stage", text)
+
+
+class Diagnostics(unittest.TestCase):
+    def test_clang_source_line_is_kept(self):
+        """clang quotes the offending line with no margin; the report must still show it."""
+        log = ("/x/arena.hpp:10:52: error: expected expression\n"
+               "inline void f(int n) { return n +; }\n"
+               "                                 ^\n"
+               "1 error generated.\n")
+        [d] = build.parse_diagnostics(log)
+        self.assertEqual(d.context, ["inline void f(int n) { return n +; }", "                                 ^"])
+
+    def test_gcc_margin_lines_are_kept(self):
+        log = "/x/a.hpp:3:5: warning: unused variable 'x' [-Wunused-variable]\n    3 | int x;\n      |     ^\n"
+        [d] = build.parse_diagnostics(log)
+        self.assertEqual((d.severity, len(d.context)), ("warning", 2))
+
+
+class SanitizerSummaries(unittest.TestCase):
+    def test_hard_rss_limit_is_a_finding_that_names_the_limit(self):
+        stderr = "==42==AddressSanitizer: hard rss limit exhausted (256Mb vs 270Mb)\n==42==Process memory map follows:\n"
+        finding = sanitizers.summarize(stderr)
+        self.assertIsNotNone(finding, "the RSS limit report has no ERROR line, yet it must be recognised")
+        self.assertTrue(sanitizers.hit_memory_limit(finding))
+
+    def test_out_of_memory_is_a_memory_limit_and_a_plain_overflow_is_not(self):
+        oom = sanitizers.summarize("==1==ERROR: AddressSanitizer: requested allocation size 0x100000000000 exceeds "
+                                   "maximum supported size of 0x10000000\n")
+        self.assertTrue(oom and sanitizers.hit_memory_limit(oom))
+        overflow = sanitizers.summarize("==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x1\n"
+                                        "READ of size 8 at 0x1 thread T0\n")
+        self.assertFalse(sanitizers.hit_memory_limit(overflow))
+
+    def test_the_limit_appears_in_the_line(self):
+        finding = sanitizers.Finding("AddressSanitizer", "out-of-memory", "", "", "", "", "limit: memory_mb = 256")
+        self.assertIn("memory_mb = 256", finding.line())
+
+
+class ReportFileChecks(unittest.TestCase):
+    """_record_report: a test counts only if it started; the canary must have started too."""
+
+    def report(self, timestamp: str) -> dict:
+        def test(name):
+            return {"name": name, "status": "RUN", "result": "COMPLETED", "timestamp": timestamp, "time": "0s"}
+        return {"testsuites": [{"name": "ArenaBasics", "testsuite": [test("A")]},
+                               {"name": verify.CANARY, "testsuite": [test("AssertionsStillFail")]}]}
+
+    def test_tests_that_never_started_do_not_pass(self):
+        outcomes, result = {}, StageResult(1, "ArenaBasics", "basics", "")
+        verify._record_report(self.report("1970-01-01T00:00:00Z"), ["ArenaBasics.A"], outcomes, result)
+        self.assertNotIn("ArenaBasics.A", outcomes)
+        self.assertTrue(any("never started" in p for p in result.problems))
+
+    def test_tests_that_ran_pass(self):
+        outcomes, result = {}, StageResult(1, "ArenaBasics", "basics", "")
+        verify._record_report(self.report("2026-12-02T11:00:00.123"), ["ArenaBasics.A"], outcomes, result)
+        self.assertEqual(outcomes["ArenaBasics.A"].status, "passed")
+        self.assertEqual(result.problems, [])
+
+
+class Limits_(unittest.TestCase):
+    def test_limits_live_in_the_catalog(self):
+        from lab import catalog
+        text = catalog.CATALOG.read_text(encoding="utf-8")
+        for name in (f.name for f in __import__("dataclasses").fields(Limits)):
+            self.assertRegex(text, rf"(?m)^{name}\s*=", f"[limits] in judge/catalog.toml must set {name}")
+
+
+if __name__ == "__main__":
+    unittest.main()
