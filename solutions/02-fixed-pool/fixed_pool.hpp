@@ -55,7 +55,7 @@ class FixedPool {
   /// `std::bad_alloc`, and changes nothing, when the list is empty and the pool already has
   /// `max_chunks` chunks (or the heap refuses a new one).
   void* allocate() {
-    if (head_ == nullptr) grow();  // leaves the pool unchanged when it throws
+    if (head_ == nullptr) [[unlikely]] grow();  // leaves the pool unchanged when it throws
     Node* block = head_;
     head_ = block->next;
     --free_;
