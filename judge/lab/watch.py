@@ -78,6 +78,7 @@ class Keys:
         except (AttributeError, OSError, ValueError):
             self.fd, self.interactive = -1, False
         self._saved = None
+        self._pending = ""  # keys typed faster than they are handled, in order
 
     def __enter__(self) -> "Keys":
         if self.interactive:
@@ -98,17 +99,20 @@ class Keys:
 
     def read(self, timeout: float) -> str | None:
         """The next key pressed within `timeout` seconds, or None."""
-        if not self.interactive:
-            time.sleep(timeout)
-            return None
-        ready, _, _ = select.select([self.fd], [], [], timeout)
-        if not ready:
-            return None
-        data = os.read(self.fd, 64)
-        if not data:  # the terminal went away: behave as if no one is typing
-            self.interactive = False
-            return None
-        return data.decode("utf-8", "replace")[:1].lower()
+        if not self._pending:
+            if not self.interactive:
+                time.sleep(timeout)
+                return None
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if not ready:
+                return None
+            data = os.read(self.fd, 64)
+            if not data:  # the terminal went away: behave as if no one is typing
+                self.interactive = False
+                return None
+            self._pending = data.decode("utf-8", "replace")
+        key, self._pending = self._pending[0], self._pending[1:]
+        return key.lower()
 
 
 class Watcher:
@@ -136,9 +140,10 @@ class Watcher:
         state, stage = overview.state_of(exercise, self.state)
         where = {"passed": "passes", "not started": "not judged yet"}.get(state) or \
             (f"stage {stage} of {len(exercise.stages)}" if stage else "failing")
-        line = f"Watching {_display(path)} · {where} · {overview.summary(self.catalog, self.state)}"
+        summary = overview.summary(self.catalog, self.state)
         if self.keys.interactive:
-            line += f" · {KEYS}"
+            # The keys come before the overview: on a narrow terminal the line's end is cut off.
+            line = f"Watching {_display(path)} · {where} · {KEYS} · {summary}"
             width = shutil.get_terminal_size((100, 24)).columns
             if len(line) > width - 1:
                 line = line[: max(width - 2, 10)] + "…"
@@ -146,7 +151,8 @@ class Watcher:
             self.out.flush()
             self._status_shown = True
         else:
-            print(line + " · save the file to judge it again", file=self.out, flush=True)
+            print(f"Watching {_display(path)} · {where} · {summary} · save the file to judge it again",
+                  file=self.out, flush=True)
 
     # -- the loop ----------------------------------------------------------------
     def run(self, exercise: Exercise) -> int:
