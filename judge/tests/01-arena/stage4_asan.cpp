@@ -162,8 +162,18 @@ TEST(ArenaAsan, RewindLeavesEarlierAllocationsLive) {
   ALLOCLAB_REQUIRE_ASAN();
   Arena arena(1 << 14);
   auto* kept = static_cast<unsigned char*>(arena.allocate(13, 1));
-  auto* also_kept = static_cast<unsigned char*>(arena.allocate(40, 16));
   ASSERT_NE(kept, nullptr) << "allocate(13, 1) returned nullptr.";
+  // A marker at offset 13, in the middle of an 8-byte granule whose first 5 bytes are in use.
+  const auto inside_a_granule = arena.mark();
+  ASSERT_NE(arena.allocate(100, 1), nullptr);
+  ASSERT_NE(arena.allocate(2000, 256), nullptr);
+  arena.rewind(inside_a_granule);
+  EXPECT_EQ(first_poisoned(kept, 13), nullptr)
+      << "rewind() to a marker at offset 13 poisoned part of the 13-byte block allocated before mark(): "
+         "poison from the marker's offset exactly, not from the buffer's start nor from the offset "
+         "rounded down to a multiple of 8. The caller is still using that block.";
+
+  auto* also_kept = static_cast<unsigned char*>(arena.allocate(40, 16));
   ASSERT_NE(also_kept, nullptr) << "allocate(40, 16) returned nullptr.";
   const auto m = arena.mark();
   ASSERT_NE(arena.allocate(100, 1), nullptr);
