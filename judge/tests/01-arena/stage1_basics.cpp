@@ -31,6 +31,16 @@ TEST(ArenaBasics, ReportsItsCapacity) {
   EXPECT_EQ(arena.used(), 0u) << "A new arena has handed out nothing: used() must be 0.";
 }
 
+TEST(ArenaBasics, CapacityDoesNotChange) {
+  Arena arena(4096);
+  ASSERT_NE(arena.allocate(1000, 1), nullptr) << "allocate(1000, 1) returned nullptr.";
+  EXPECT_EQ(arena.capacity(), 4096u) << "capacity() is the size of the buffer, given to the constructor; "
+                                        "it must not shrink as the arena fills (what is left is "
+                                        "capacity() - used()).";
+  arena.reset();
+  EXPECT_EQ(arena.capacity(), 4096u) << "capacity() must not change after reset().";
+}
+
 TEST(ArenaBasics, AllocateReturnsWritableMemory) {
   Arena arena(4096);
   void* p = arena.allocate(100);

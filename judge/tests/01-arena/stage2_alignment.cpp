@@ -52,6 +52,20 @@ TEST(ArenaAlignment, DefaultAlignmentIsMaxAlign) {
       << alignof(std::max_align_t) << "), as malloc does: any scalar type may be stored there.";
 }
 
+TEST(ArenaAlignment, ZeroBytesAreAlignedToo) {
+  Arena arena(4096);
+  ASSERT_NE(arena.allocate(3, 1), nullptr) << "allocate(3, 1) returned nullptr.";
+  void* p = arena.allocate(0);
+  ASSERT_NE(p, nullptr) << "allocate(0) returned nullptr.";
+  EXPECT_EQ(address(p) % alignof(std::max_align_t), 0u)
+      << "allocate(0) after 3 bytes returned " << p << ", which is not aligned to alignof(std::max_align_t): "
+         "an empty request still gets an aligned pointer (a caller may compare it, or store an empty "
+         "array of doubles there).";
+  void* q = arena.allocate(0, 256);
+  ASSERT_NE(q, nullptr) << "allocate(0, 256) returned nullptr.";
+  EXPECT_EQ(address(q) % 256, 0u) << "allocate(0, 256) must return a 256-aligned pointer.";
+}
+
 TEST(ArenaAlignment, AlignsEveryPowerOfTwoUpToAPage) {
   Arena arena(1 << 16);
   for (std::size_t align = 1; align <= 4096; align *= 2) {
