@@ -58,10 +58,10 @@ TEST(PoolFreeList, AllocateReturnsAWritableBlock) {
 TEST(PoolFreeList, CountsFollowEveryCall) {
   FixedPool pool(kSize, 8);
   void* a = pool.allocate();
-  ASSERT_NE(a, nullptr);
+  ASSERT_NE(a, nullptr) << "allocate() returned nullptr: a new pool of 8 blocks has a free block to give.";
   EXPECT_EQ(pool.free_blocks(), 7u) << "After one allocate() on a pool of 8 free blocks, free_blocks() must be 7.";
   void* b = pool.allocate();
-  ASSERT_NE(b, nullptr);
+  ASSERT_NE(b, nullptr) << "allocate() returned nullptr: 7 of the 8 blocks are still free.";
   EXPECT_EQ(pool.free_blocks(), 6u) << "After two allocate() calls, free_blocks() must be 6.";
   EXPECT_EQ(pool.capacity(), 8u) << "Handing blocks out does not change capacity(): it counts free and used blocks.";
   pool.deallocate(a);
@@ -124,7 +124,7 @@ TEST(PoolFreeList, LiveBlocksDoNotOverlap) {
 TEST(PoolFreeList, DeallocateNullDoesNothing) {
   FixedPool pool(kSize, 8);
   void* a = pool.allocate();
-  ASSERT_NE(a, nullptr);
+  ASSERT_NE(a, nullptr) << "allocate() returned nullptr: a new pool of 8 blocks has a free block to give.";
   pool.deallocate(nullptr);
   EXPECT_EQ(pool.free_blocks(), 7u) << "deallocate(nullptr) must do nothing, like free(nullptr); free_blocks() changed.";
   void* b = pool.allocate();

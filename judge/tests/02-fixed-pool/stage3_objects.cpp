@@ -205,14 +205,14 @@ TEST(PoolObjects, ManyObjectsAcrossChunks) {
     ASSERT_NE(t, nullptr) << "create() returned nullptr for object " << i << ".";
     objects.push_back(t);
   }
-  EXPECT_EQ(pool.live(), 100u);
+  EXPECT_EQ(pool.live(), 100u) << "100 objects created and none destroyed: live() must be 100.";
   for (int i = 0; i < 100; ++i) {
     EXPECT_EQ(objects[i]->value, i) << "Object " << i << " was overwritten by another object.";
     EXPECT_EQ(objects[i]->name, long_name(i)) << "Object " << i << " was overwritten by another object.";
   }
   for (Tracked* t : objects) pool.destroy(t);
   EXPECT_EQ(Tracked::destroyed, 100) << "Destroying 100 objects must run 100 destructors.";
-  EXPECT_EQ(pool.live(), 0u);
+  EXPECT_EQ(pool.live(), 0u) << "Every object was destroyed: live() must be 0.";
 }
 
 }  // namespace pool_stage3

@@ -48,10 +48,10 @@ TEST(PoolShared, KeepsTheSingleThreadedContract) {
 
   SharedFixedPool pool(24, 4, 2);
   EXPECT_EQ(pool.block_size(), expected_stride(24)) << "SharedFixedPool rounds the block size as FixedPool does.";
-  EXPECT_EQ(pool.blocks_per_chunk(), 4u);
+  EXPECT_EQ(pool.blocks_per_chunk(), 4u) << "blocks_per_chunk() must return the constructor's second argument.";
   EXPECT_EQ(pool.chunk_count(), 1u) << "The constructor allocates the first chunk.";
-  EXPECT_EQ(pool.capacity(), 4u);
-  EXPECT_EQ(pool.free_blocks(), 4u);
+  EXPECT_EQ(pool.capacity(), 4u) << "One chunk of four blocks: capacity() must be 4.";
+  EXPECT_EQ(pool.free_blocks(), 4u) << "Nothing handed out yet: all four blocks are free.";
   void* a = pool.allocate();
   void* b = pool.allocate();
   ASSERT_TRUE(a && b) << "allocate() returned nullptr.";
@@ -68,7 +68,7 @@ TEST(PoolShared, KeepsTheSingleThreadedContract) {
   EXPECT_THROW(pool.allocate(), std::bad_alloc) << "At max_chunks with no free block, allocate() throws std::bad_alloc.";
   EXPECT_EQ(pool.free_blocks(), 0u) << "A failed allocate() changes nothing.";
   for (void* p : blocks) pool.deallocate(p);
-  EXPECT_EQ(pool.free_blocks(), 8u);
+  EXPECT_EQ(pool.free_blocks(), 8u) << "All eight blocks were given back: free_blocks() must be 8.";
 }
 
 TEST(PoolShared, NoBlockIsHandedToTwoThreads) {
@@ -169,7 +169,7 @@ TEST(PoolShared, ChunkLimitHoldsUnderContention) {
     });
   }
   for (auto& th : threads) th.join();
-  EXPECT_EQ(rounds_checked, kRounds);
+  EXPECT_EQ(rounds_checked, kRounds) << "Every round must finish and be checked.";
   EXPECT_EQ(first_bad_round, -1) << "In round " << first_bad_round << " of " << kRounds
                                  << ", a pool with max_chunks = " << kMaxChunks << " went wrong under contention.";
   EXPECT_LE(bad_chunks, kMaxChunks)
