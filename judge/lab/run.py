@@ -66,8 +66,11 @@ def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
     """Runs argv with no input. After `timeout` seconds the whole process group is killed;
     it is killed too once the program ends, so that no child it forked keeps running."""
     start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    _become_subreaper()
+    with _SPAWN_LOCK:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        _SPAWNED.add(proc.pid)
     out, err = Captured(), Captured()
     readers = [threading.Thread(target=_drain, args=(proc.stdout, keep_bytes, out), daemon=True),
                threading.Thread(target=_drain, args=(proc.stderr, keep_bytes, err), daemon=True)]
@@ -81,9 +84,13 @@ def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
     finally:
         _kill_group(proc.pid)
         proc.wait()
-    for t in readers:
+        with _SPAWN_LOCK:
+            _SPAWNED.discard(proc.pid)
+        _kill_strays()
+    for t, stream in zip(readers, (proc.stdout, proc.stderr)):
         t.join(timeout=5)  # a grandchild that escaped the group may hold the pipe; give up on it
-    for stream in (proc.stdout, proc.stderr):
+        if t.is_alive():
+            continue  # closing now would wait for the reader's lock, that is, forever
         try:
             stream.close()
         except OSError:
@@ -96,3 +103,63 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+# A program can leave its process group (setsid, setpgid) and so survive the group kill. The
+# judge makes itself a "subreaper": orphans of its descendants become its children instead of
+# init's, and after each run it kills those it did not start. A stray is recognised by being a
+# child the runner did not spawn, in another session than the judge's, so children the judge
+# starts by other means (git, the unit tests) are never touched. Linux only; elsewhere a no-op.
+_SPAWN_LOCK = threading.Lock()
+_SPAWNED: set[int] = set()
+_PR_SET_CHILD_SUBREAPER = 36
+_subreaper: bool | None = None
+
+
+def _become_subreaper() -> bool:
+    global _subreaper
+    if _subreaper is None:
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            _subreaper = False
+    return _subreaper
+
+
+def _strays() -> list[int]:
+    me, session = os.getpid(), os.getsid(0)
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit() or int(entry) in _SPAWNED:
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (name) ": state, ppid, pgrp, session
+        if int(fields[1]) == me and int(fields[3]) != session:
+            found.append(int(entry))
+    return found
+
+
+def _kill_strays() -> None:
+    if not _subreaper:
+        return
+    for _ in range(10):  # a killed stray's own children are reparented to the judge in turn
+        with _SPAWN_LOCK:
+            strays = _strays()
+            for pid in strays:
+                _kill_group(pid)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except (ProcessLookupError, ChildProcessError, PermissionError):
+                    pass
+        if not strays:
+            return
