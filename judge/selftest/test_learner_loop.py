@@ -1,0 +1,339 @@
+"""The learner's loop: watch (its loop with a stand-in judge, its keys through a real pseudo
+terminal, and once end to end with the real judge), reset, solution and list.
+
+Commands that change the learner's files run in a clone of the repository in a temporary
+folder, never in this working tree."""
+from __future__ import annotations
+
+import io
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+from lab import progress
+from lab.catalog import ROOT, Catalog, Exercise, Stage
+from lab.watch import Keys, Watcher, first_unpassed
+
+PY = sys.executable
+
+
+def fake_exercise(number: int) -> Exercise:
+    return Exercise(number, f"ex{number}", f"Exercise {number}", "", "easy", f"ex{number}.hpp", ("asan",),
+                    (f"hint one of {number}", f"hint two of {number}"),
+                    (Stage(1, "S1", "one", "", ("asan",)), Stage(2, "S2", "two", "", ("asan",))))
+
+
+class FakeKit:
+    """Two exercises whose "judge" passes a file that contains DONE, and records progress as
+    the real one does."""
+
+    def __init__(self, tmp: Path):
+        self.exercises = (fake_exercise(1), fake_exercise(2))
+        self.catalog = Catalog(self.exercises)
+        self.state = tmp / "progress.json"
+        self.files = {ex.id: tmp / ex.header for ex in self.exercises}
+        for path in self.files.values():
+            path.write_text("// skeleton\n")
+        self.judged: list[int] = []
+
+    def judge(self, exercise: Exercise) -> bool:
+        self.judged.append(exercise.id)
+        passed = "DONE" in self.files[exercise.id].read_text()
+        progress.record(exercise, passed, None if passed else 1, self.state)
+        return passed
+
+    def watcher(self, out, keys=None) -> Watcher:
+        return Watcher(self.catalog, self.judge, state=self.state, file_of=lambda ex: self.files[ex.id],
+                       keys=keys or Keys(io.StringIO()), out=out, interval=0.05, settle=0.05)
+
+
+def wait_until(condition, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+class WatchLoop(unittest.TestCase):
+    def test_judges_on_save_and_moves_on_when_it_passes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            kit = FakeKit(Path(tmp))
+            out = io.StringIO()
+            watcher = kit.watcher(out)
+            result = {}
+            thread = threading.Thread(target=lambda: result.setdefault("rc", watcher.run(kit.exercises[0])))
+            thread.start()
+            self.assertTrue(wait_until(lambda: kit.judged == [1]), "watch judges the exercise at once")
+            time.sleep(0.2)
+            self.assertEqual(kit.judged, [1], "nothing changed, so nothing is judged again")
+            kit.files[1].write_text("// DONE: the learner's fix\n")
+            self.assertTrue(wait_until(lambda: kit.judged == [1, 1, 2]),
+                            f"a save is judged, and a pass moves on to the next exercise: {kit.judged}")
+            kit.files[2].write_text("// DONE as well\n")
+            thread.join(20)
+            self.assertFalse(thread.is_alive(), "after the last exercise passes, watch ends")
+            self.assertEqual(result.get("rc"), 0)
+            text = out.getvalue()
+            self.assertIn("On to exercise 02", text)
+            self.assertIn("every other", text)
+            self.assertIn("[############] 2/2", text, "the overall progress bar is shown")
+
+    def test_starts_at_the_first_exercise_not_passed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            kit = FakeKit(Path(tmp))
+            self.assertEqual(first_unpassed(kit.catalog, kit.state).id, 1)
+            progress.record(kit.exercises[0], True, None, kit.state)
+            self.assertEqual(first_unpassed(kit.catalog, kit.state).id, 2)
+            progress.record(kit.exercises[1], True, None, kit.state)
+            self.assertIsNone(first_unpassed(kit.catalog, kit.state))
+
+    def test_a_file_replaced_by_rename_is_seen(self):
+        """Many editors save by writing a new file and renaming it over the old one."""
+        with tempfile.TemporaryDirectory() as tmp:
+            kit = FakeKit(Path(tmp))
+            watcher = kit.watcher(io.StringIO())
+            thread = threading.Thread(target=watcher.run, args=(kit.exercises[0],), daemon=True)
+            thread.start()
+            self.assertTrue(wait_until(lambda: kit.judged == [1]))
+            new = Path(tmp) / ".ex1.hpp.swp"
+            new.write_text("// same size!\n")
+            os.replace(new, kit.files[1])
+            self.assertTrue(wait_until(lambda: kit.judged == [1, 1]), "a rename over the file is a save")
+            kit.files[1].write_text("DONE")
+            kit.files[2].write_text("DONE")
+            thread.join(20)
+
+
+class WatchKeys(unittest.TestCase):
+    """watch on a real (pseudo) terminal: single keys, no Enter, and the terminal restored."""
+
+    def spawn(self, tmp: Path):
+        pid, master = pty.fork()
+        if pid == 0:  # the child: a watcher on the pseudo terminal
+            try:
+                kit = FakeKit(tmp)
+                watcher = Watcher(kit.catalog, kit.judge, state=kit.state, file_of=lambda ex: kit.files[ex.id],
+                                  interval=0.05, settle=0.05)
+                code = watcher.run(kit.exercises[0])
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+                code = 3
+            sys.stdout.flush()
+            os._exit(code)
+        return pid, master
+
+    def read_until(self, master: int, buffer: bytearray, text: str, seconds: float = 20.0) -> bool:
+        deadline = time.monotonic() + seconds
+        while text.encode() not in buffer and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                buffer.extend(chunk)
+        return text.encode() in buffer
+
+    def finish(self, pid: int, master: int, buffer: bytearray) -> int:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                self.read_until(master, buffer, "\0", 0.2)
+                os.close(master)
+                return os.waitstatus_to_exitcode(status)
+            self.read_until(master, buffer, "\0", 0.1)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(master)
+        self.fail("watch did not exit")
+
+    def test_h_l_r_q(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            pid, master = self.spawn(Path(tmp))
+            out = bytearray()
+            self.assertTrue(self.read_until(master, out, "q quit"), out.decode(errors="replace"))
+            import termios
+            attrs = termios.tcgetattr(master)
+            self.assertFalse(attrs[3] & termios.ICANON, "while waiting, keys are read one by one (no Enter)")
+            self.assertFalse(attrs[3] & termios.ECHO, "and not echoed")
+            os.write(master, b"h")
+            self.assertTrue(self.read_until(master, out, "hint one of 1"), "h shows the next hint")
+            os.write(master, b"h")
+            self.assertTrue(self.read_until(master, out, "hint two of 1"), "h again shows the one after")
+            os.write(master, b"l")
+            self.assertTrue(self.read_until(master, out, "Exercise 2 "), "l shows the list")
+            self.assertTrue(self.read_until(master, out, "\nProgress ["), "with the overall progress bar")
+            judged_before = out.count(b"judging")
+            os.write(master, b"r")
+            self.assertTrue(wait_until(lambda: self.read_until(master, out, "\0", 0.1) or
+                                       out.count(b"judging") > judged_before), "r judges again")
+            os.write(master, b"q")
+            code = self.finish(pid, master, out)
+            self.assertEqual(code, 0, out.decode(errors="replace"))
+            self.assertNotIn(b"Traceback", out)
+            self.assertIn(b"Stopped watching", out)
+
+    def test_ctrl_c_exits_cleanly(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            pid, master = self.spawn(Path(tmp))
+            out = bytearray()
+            self.assertTrue(self.read_until(master, out, "q quit"))
+            os.write(master, b"\x03")  # the terminal turns it into SIGINT
+            code = self.finish(pid, master, out)
+            self.assertEqual(code, 0, out.decode(errors="replace"))
+            self.assertNotIn(b"Traceback", out)
+            self.assertIn(b"Stopped watching", out)
+
+
+def clone_kit(tmp: Path) -> Path:
+    """A clone of this repository with this working tree's judge: a learner's checkout, with
+    an upstream, where commands may change files."""
+    if not (ROOT / ".git").exists() or not shutil.which("git"):
+        raise unittest.SkipTest("not a git checkout")
+    dest = tmp / "kit"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(dest)], check=True, capture_output=True, timeout=120)
+    for name in ("lab", "schemas"):
+        shutil.rmtree(dest / "judge" / name, ignore_errors=True)
+        shutil.copytree(ROOT / "judge" / name, dest / "judge" / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "judge" / "catalog.toml", dest / "judge" / "catalog.toml")
+    for args in (["config", "user.email", "learner@example.invalid"], ["config", "user.name", "Learner"]):
+        subprocess.run(["git", *args], cwd=dest, check=True, timeout=30)
+    return dest
+
+
+def judge_cli(kit: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([PY, str(kit / "judge" / "judge.py"), *args], cwd=kit, env=env, capture_output=True,
+                          text=True, timeout=900, **kwargs)
+
+
+class ResetAndSolution(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.kit = clone_kit(Path(cls.tmp.name))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_reset_restores_the_upstream_skeleton_and_keeps_a_backup(self):
+        header = self.kit / "exercises" / "01-arena" / "arena.hpp"
+        skeleton = header.read_bytes()
+        mine = b"// my arena, half done\n" + skeleton
+        header.write_bytes(mine)
+        # The learner even commits the work: HEAD is no longer the skeleton, upstream still is.
+        subprocess.run(["git", "commit", "-qam", "my work"], cwd=self.kit, check=True, timeout=30)
+        proc = judge_cli(self.kit, "reset", "1")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(header.read_bytes(), skeleton, "reset restores the skeleton as upstream has it")
+        self.assertIn("upstream", proc.stdout, "reset says where the skeleton came from")
+        backups = list((self.kit / ".alloclab" / "backups" / "01-arena").glob("arena-*.hpp"))
+        self.assertEqual(len(backups), 1)
+        self.assertEqual(backups[0].read_bytes(), mine, "the learner's file is kept")
+        self.assertIn(str(backups[0].relative_to(self.kit)), proc.stdout, "and the backup is named")
+        again = judge_cli(self.kit, "reset", "1")
+        self.assertEqual(again.returncode, 0)
+        self.assertIn("already the untouched skeleton", again.stdout)
+        self.assertEqual(len(list(backups[0].parent.iterdir())), 1, "no backup of an untouched file")
+        status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=self.kit, capture_output=True,
+                                text=True).stdout
+        self.assertIn("!! .alloclab/", status, "backups and progress live where git ignores them")
+
+    def test_solution_waits_for_a_pass_or_force(self):
+        state = self.kit / ".alloclab" / "progress.json"
+        state.unlink(missing_ok=True)
+        locked = judge_cli(self.kit, "solution", "1")
+        self.assertEqual(locked.returncode, 1)
+        self.assertNotIn("class Arena", locked.stdout, "no reference before the learner's file passes")
+        self.assertIn("--force", locked.stdout, "the refusal says how to see it anyway")
+        forced = judge_cli(self.kit, "solution", "1", "--force")
+        self.assertEqual(forced.returncode, 0)
+        self.assertIn("class Arena", forced.stdout)
+        self.assertIn("--force", forced.stdout, "--force says what it did")
+        self.assertIn("solution_forced", state.read_text())
+        # Once passed (the progress file says so), no --force is needed, even after a reset.
+        from lab.catalog import load
+        exercise = load(self.kit / "judge" / "catalog.toml").resolve("1")
+        progress.record(exercise, True, None, state)
+        progress.restart(exercise, state)
+        earned = judge_cli(self.kit, "solution", "1")
+        self.assertEqual(earned.returncode, 0)
+        self.assertIn("class Arena", earned.stdout)
+        self.assertNotIn("--force", earned.stdout)
+
+    def test_list_shows_progress(self):
+        state = self.kit / ".alloclab" / "progress.json"
+        state.unlink(missing_ok=True)
+        from lab.catalog import load
+        catalog = load(self.kit / "judge" / "catalog.toml")
+        progress.record(catalog.exercises[0], True, None, state)
+        progress.record(catalog.exercises[1], False, 3, state)
+        proc = judge_cli(self.kit, "list")
+        self.assertEqual(proc.returncode, 0)
+        lines = proc.stdout.splitlines()
+        self.assertIn("✓ passed", lines[0])
+        self.assertIn(f"at stage 3 of {len(catalog.exercises[1].stages)}", lines[2])
+        if len(catalog.exercises) > 2:
+            self.assertIn("not started", lines[4])
+        self.assertIn(f"1/{len(catalog.exercises)}", lines[-1])
+        self.assertIn("Progress [", lines[-1])
+
+
+class WatchEndToEnd(unittest.TestCase):
+    """As a new learner would: `watch` judges exercise 01, the learner saves a working arena,
+    and watch, untouched, judges it, says it passes and moves on to exercise 02."""
+
+    def test_from_the_first_exercise_through_a_fix_to_the_next(self):
+        if not all(shutil.which(t) for t in ("clang++", "cmake", "ninja")):
+            self.skipTest("toolchain not installed")
+        with tempfile.TemporaryDirectory() as tmp:
+            kit = clone_kit(Path(tmp))
+            env = dict(os.environ, NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
+            log = Path(tmp) / "watch.log"
+            with open(log, "wb") as sink, open(os.devnull, "rb") as nothing:
+                proc = subprocess.Popen([PY, str(kit / "judge" / "judge.py"), "watch"], cwd=kit, env=env,
+                                        stdin=nothing, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                text = lambda: log.read_text(errors="replace")  # noqa: E731
+                self.assertTrue(wait_until(lambda: "save the file to judge it again" in text(), 600),
+                                "watch judges exercise 01 and waits:\n" + text()[-3000:])
+                self.assertIn("Stage 1", text())
+                shutil.copy(kit / "solutions" / "01-arena" / "arena.hpp", kit / "exercises" / "01-arena" / "arena.hpp")
+                self.assertTrue(wait_until(lambda: "On to exercise 02" in text(), 600),
+                                "the save is judged, passes, and watch moves on:\n" + text()[-3000:])
+                self.assertTrue(wait_until(lambda: text().count("save the file to judge it again") >= 2, 600),
+                                "exercise 02 is judged and watched:\n" + text()[-3000:])
+                self.assertIn("fixed_pool.hpp", text())
+            finally:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+            self.assertEqual(proc.returncode, 0, text()[-2000:])
+            self.assertNotIn("Traceback", text())
+            self.assertIn("Stopped watching", text())
+            listing = judge_cli(kit, "list").stdout
+            self.assertIn("✓ passed", listing.splitlines()[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
