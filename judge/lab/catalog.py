@@ -194,24 +194,3 @@ def validate(catalog: Catalog) -> list[str]:
             problems.append(f"{where}: has benchmarks but no bench_subject")
     return problems
 
-
-@dataclass(frozen=True)
-class Mistake:
-    """A plausible wrong implementation, and the tests that must catch it."""
-    path: Path
-    description: str
-    caught_by: tuple[str, ...]
-
-
-_MISTAKE_RE = re.compile(r"^//\s*Mistake:\s*(.+)$", re.M)
-_CAUGHT_RE = re.compile(r"^//\s*Caught by:\s*(.+)$", re.M)
-
-
-def mistakes(exercise: Exercise) -> list[Mistake]:
-    found = []
-    for path in sorted(exercise.mistakes_dir.glob("*.hpp")):
-        text = path.read_text(encoding="utf-8")
-        what, caught = _MISTAKE_RE.search(text), _CAUGHT_RE.search(text)
-        found.append(Mistake(path, what.group(1).strip() if what else "",
-                             tuple(t.strip() for t in caught.group(1).split(",")) if caught else ()))
-    return found

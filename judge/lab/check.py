@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from . import bench, build, docs, ui, verify
-from .catalog import ROOT, Catalog, Exercise, Mistake, mistakes, validate
+from .catalog import ROOT, Catalog, Exercise, validate
+from .mistakes import Mistake, PatchError, materialize, mistakes
 
 
 @dataclass
@@ -124,10 +125,9 @@ def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
 
 
 def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Item:
-    name = mistake.path.name
-    what = f"{ex.name}: the known mistake {name} is caught by {', '.join(mistake.caught_by) or '?'}"
+    what = f"{ex.name}: the known mistake {mistake.path.name} is caught by {', '.join(mistake.caught_by) or '?'}"
     if not mistake.description or not mistake.caught_by:
-        return Item(False, what, "the file must start with `// Mistake: ...` and `// Caught by: Suite.Test` lines")
+        return Item(False, what, "the file must start with `Mistake: ...` and `Caught by: Suite.Test` lines")
     stages = []
     for test in mistake.caught_by:
         stage = ex.stage_for_suite(test.split(".")[0])
@@ -135,7 +135,12 @@ def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Ite
             return Item(False, what, f"{test} belongs to no stage of the catalog")
         stages.append(stage)
     sanitizer = stages[0].sanitizers[0]
-    verdict = verify.judge(catalog, ex, build.Impl("source", mistake.path), ("clang",),
+    try:
+        wrong = materialize(ex, mistake)
+    except PatchError as err:
+        return Item(False, what, f"the diff no longer applies to {ex.solution_file.relative_to(ROOT)}: {err}. "
+                                 "Make the mistake again on the new reference and save its `diff -u`.")
+    verdict = verify.judge(catalog, ex, build.Impl("source", wrong), ("clang",),
                            tuple(sorted({s.number for s in stages})), werror=False, slot=slot,
                            sanitizer_list=(sanitizer,))
     outcomes = {t.name: t for c in verdict.configs for s in c.stages for t in s.tests}

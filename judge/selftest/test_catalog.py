@@ -5,6 +5,7 @@ import unittest
 from pathlib import Path
 
 from lab import catalog as cat
+from lab import mistakes as mis
 
 
 class ResolveTest(unittest.TestCase):
@@ -56,11 +57,31 @@ class SourceTest(unittest.TestCase):
         suites = cat.tests_in_source(cat.load().resolve("arena"))
         self.assertIn("RejectsZeroCapacity", suites["ArenaBasics"])
 
-    def test_every_mistake_names_its_test(self):
+    def test_every_mistake_names_its_test_and_applies_to_its_reference(self):
         for ex in cat.load().exercises:
-            for mistake in cat.mistakes(ex):
+            found = mis.mistakes(ex)
+            self.assertGreaterEqual(len(found), 10, ex.name)
+            for mistake in found:
                 self.assertTrue(mistake.description, mistake.path)
                 self.assertTrue(mistake.caught_by, mistake.path)
+                wrong = mis.apply(ex.solution_file.read_text(), mistake.path.read_text())
+                self.assertNotEqual(wrong, ex.solution_file.read_text(), mistake.path)
+
+
+class ApplyTest(unittest.TestCase):
+    ORIGINAL = "a\nb\nc\nd\ne\n"
+
+    def test_a_hunk_replaces_lines_in_context(self):
+        diff = "Mistake: x\n\n--- a\n+++ b\n@@ -2,3 +2,3 @@\n b\n-c\n+C\n d\n"
+        self.assertEqual(mis.apply(self.ORIGINAL, diff), "a\nb\nC\nd\ne\n")
+
+    def test_insertions_at_the_start_and_deletions_at_the_end(self):
+        diff = "@@ -0,0 +1 @@\n+z\n@@ -4,2 +5,1 @@\n d\n-e\n"
+        self.assertEqual(mis.apply(self.ORIGINAL, diff), "z\na\nb\nc\nd\n")
+
+    def test_a_diff_that_no_longer_matches_is_refused(self):
+        with self.assertRaises(mis.PatchError):
+            mis.apply(self.ORIGINAL, "@@ -2,2 +2,2 @@\n b\n-x\n+y\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,97 @@
+"""Known mistakes: each is a small unified diff against the reference solution, so that it
+shows exactly the one thing that is wrong, and a change to the reference that would make it
+meaningless is noticed (the diff no longer applies) instead of drifting apart silently.
+
+A mistake file `judge/mistakes/NN-S/<name>.diff` starts with two lines the judge reads,
+
+    Mistake: aligns the offset from the buffer's start instead of the address.
+    Caught by: ArenaAlignment.AlignsTheAddressNotTheOffset
+
+then the output of `diff -u solutions/NN-S/<header> <wrong copy>`."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .catalog import ROOT, Exercise
+
+OUT = ROOT / "build" / "mistakes"
+_HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+class PatchError(Exception):
+    """The diff does not apply to the reference as it is now."""
+
+
+@dataclass(frozen=True)
+class Mistake:
+    path: Path
+    description: str
+    caught_by: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+
+def mistakes(exercise: Exercise) -> list[Mistake]:
+    found = []
+    for path in sorted(exercise.mistakes_dir.glob("*.diff")):
+        text = path.read_text(encoding="utf-8")
+        what = re.search(r"^Mistake:\s*(.+)$", text, re.M)
+        caught = re.search(r"^Caught by:\s*(.+)$", text, re.M)
+        found.append(Mistake(path, what.group(1).strip() if what else "",
+                             tuple(t.strip() for t in caught.group(1).split(",")) if caught else ()))
+    return found
+
+
+def apply(original: str, diff: str) -> str:
+    """Applies a unified diff exactly: every context and removed line must match where the
+    hunk says it is."""
+    lines = original.splitlines(keepends=True)
+    out: list[str] = []
+    at = 0  # lines of the original consumed so far
+    diff_lines = diff.splitlines(keepends=True)
+    i = 0
+    while i < len(diff_lines):
+        m = _HUNK_RE.match(diff_lines[i])
+        i += 1
+        if not m:
+            continue
+        start = int(m.group(1)) - (0 if m.group(2) == "0" else 1)
+        if start < at:
+            raise PatchError(f"hunk at line {start + 1} overlaps the one before it")
+        out.extend(lines[at:start])
+        at = start
+        while i < len(diff_lines) and not diff_lines[i].startswith("@@"):
+            line = diff_lines[i]
+            i += 1
+            tag, body = line[:1], line[1:]
+            if tag == "\\":  # "\ No newline at end of file"
+                continue
+            if tag in (" ", "-"):
+                if at >= len(lines) or lines[at].rstrip("\n") != body.rstrip("\n"):
+                    raise PatchError(f"line {at + 1} of the reference is not {body.strip()!r}")
+                at += 1
+                if tag == " ":
+                    out.append(lines[at - 1])
+            elif tag == "+":
+                out.append(body if body.endswith("\n") else body + "\n")
+            elif line.strip() == "":
+                raise PatchError("a blank line inside a hunk: context lines start with a space")
+    out.extend(lines[at:])
+    return "".join(out)
+
+
+def materialize(exercise: Exercise, mistake: Mistake) -> Path:
+    """Writes the wrong implementation as a header under build/mistakes/ and returns its path.
+    Raises PatchError when the diff no longer applies to the reference."""
+    wrong = apply(exercise.solution_file.read_text(encoding="utf-8"), mistake.path.read_text(encoding="utf-8"))
+    target = OUT / exercise.name / f"{mistake.name}.hpp"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    header = f"// Mistake: {mistake.description}\n// Caught by: {', '.join(mistake.caught_by)}\n"
+    text = header + wrong
+    if not target.is_file() or target.read_text(encoding="utf-8") != text:
+        target.write_text(text, encoding="utf-8")  # unchanged files keep their time: no rebuild
+    return target
