@@ -39,7 +39,7 @@ def _config(config: ConfigResult, first_failing: int | None, verbose: bool) -> l
         lines.append(ui.paint(f"  ! {len(b.warnings)} warning(s) in your file, the first: {_where(w)}: {w['message']}",
                               "yellow"))
     for stage in config.stages:
-        detailed = verbose or stage.number == first_failing
+        detailed = verbose or first_failing is None or stage.number <= first_failing
         lines.extend(_stage(stage, detailed, verbose))
     return lines
 
@@ -54,6 +54,9 @@ def _stage(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
     for note in stage.notes:
         lines.append(ui.paint("    note: " + note, "dim"))
     if ok and not verbose:
+        return lines
+    if not detailed:  # a later stage: one thing at a time
+        lines.append(ui.paint(f"    its tests are listed once the stages before it pass (-v lists them now)", "dim"))
         return lines
     for test in stage.tests:
         word = _STATUS_WORD.get(test.status)
