@@ -294,7 +294,8 @@ def _record_report(report: dict, wanted: list[str], outcomes: dict[str, TestOutc
 def _started(test: dict) -> bool:
     """GoogleTest lists a test as run and completed even when a global set-up that skipped or
     failed kept it from starting; only its start time, left at the epoch, tells."""
-    return not str(test.get("timestamp", "")).startswith("1970-01-01")
+    stamp = str(test.get("timestamp", ""))
+    return not stamp.startswith(("1970-01-01", "1969-12-31"))  # the epoch, in local time
 
 
 def _record_finished(stdout: str, outcomes: dict[str, TestOutcome], wanted: list[str]) -> None:
