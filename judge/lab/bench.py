@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from . import build, run as runner, ui
+from . import build, progress, run as runner, ui
 from .catalog import Catalog, Exercise
 
 _SUFFIX_RE = re.compile(r"/(threads|real_time|process_time|min_time|iterations|repeats|manual_time)(:[^/]*)?$")
@@ -38,9 +38,13 @@ def parse(output: str) -> dict[str, dict[str, dict]]:
                 "aggregate_name", "aggregate_unit", "label", "error_occurred", "error_message"}
     scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
     for b in data.get("benchmarks", []):
-        if b.get("run_type") != "iteration" or b.get("error_occurred"):
+        if b.get("run_type") != "iteration":
             continue
         workload, allocator = split_name(b["name"])
+        if b.get("error_occurred"):
+            results.setdefault(workload, {})[allocator] = {"ns": None, "counters": {},
+                                                           "error": b.get("error_message", "")}
+            continue
         counters = {k: v for k, v in b.items() if k not in standard and isinstance(v, (int, float))}
         results.setdefault(workload, {})[allocator] = {
             "ns": b["real_time"] * scale.get(b.get("time_unit", "ns"), 1), "counters": counters}
@@ -81,8 +85,9 @@ def _fmt_ns(ns: float) -> str:
 
 
 def _ratio(subject: float | None, other: float | None) -> str:
+    """How the exercise's allocator compares with another one, e.g. `12.3× faster`."""
     if not subject or not other:
-        return "—"
+        return ""
     r = other / subject
     return f"{r:.1f}× faster" if r >= 1 else f"{1 / r:.1f}× slower"
 
@@ -97,6 +102,9 @@ def run(args, catalog: Catalog) -> int:
     subject = exercise.bench_subject
     print(ui.paint(f"Building and running the benchmarks of exercise {exercise.id:02d} twice, optimised "
                    f"({build.COMPILERS[compiler]} -O2): your {exercise.header} and the reference…", "dim"), flush=True)
+    if progress.status(exercise).get("status") != "passed":
+        print(ui.paint(f"Your {exercise.header} has not passed `judge.py test {exercise.id}` yet: a wrong allocator "
+                       "can be fast, so read its figures with care.", "yellow"))
     mine, mine_problem = measure(catalog, exercise, build.Impl("exercises"), compiler, args.min_time, args.filter)
     ref, ref_problem = measure(catalog, exercise, build.Impl("solutions"), compiler, args.min_time, args.filter)
     if mine_problem:
@@ -105,27 +113,45 @@ def run(args, catalog: Catalog) -> int:
         print(ui.paint(f"The reference: {ref_problem}", "red"))
     workloads = list(dict.fromkeys([*(ref or {}), *(mine or {})]))
     for workload in workloads:
-        rows = list(dict.fromkeys([*((ref or {}).get(workload, {})), *((mine or {}).get(workload, {}))]))
         mine_w, ref_w = (mine or {}).get(workload, {}), (ref or {}).get(workload, {})
-        subj_mine = next((v["ns"] for k, v in mine_w.items() if k.startswith(subject)), None)
-        subj_ref = next((v["ns"] for k, v in ref_w.items() if k.startswith(subject)), None)
-        print("\n" + ui.paint(workload, "bold"))
-        print(f"  {'allocator':<26}{'yours':>12}  {'':<16}{'reference':>12}  {'':<16}")
-        for alloc in rows:
-            m, r = mine_w.get(alloc), ref_w.get(alloc)
-            is_subject = alloc.startswith(subject)
-            mine_ratio = "" if is_subject else f"{subject} {_ratio(subj_mine, m and m['ns'])}"
-            ref_ratio = "" if is_subject else f"{subject} {_ratio(subj_ref, r and r['ns'])}"
-            name = ui.paint(f"{alloc:<26}", "cyan") if is_subject else f"{alloc:<26}"
-            print(f"  {name}{_fmt_ns(m['ns']) if m else '           —':>12}  {mine_ratio:<16}"
-                  f"{_fmt_ns(r['ns']) if r else '           —':>12}  {ref_ratio:<16}")
-            for key in sorted({*(m or {}).get("counters", {}), *(r or {}).get("counters", {})}):
-                mv = (m or {}).get("counters", {}).get(key)
-                rv = (r or {}).get("counters", {}).get(key)
-                print(ui.paint(f"    {key:<24}{_num(mv):>12}  {'':<16}{_num(rv):>12}", "dim"))
+        _print_workload(workload, mine_w, ref_w, subject)
     print("\nTimes are per benchmark iteration; a ratio compares the exercise's allocator with the one on "
           "its row, in the same build. Run it twice: the figures move by a few percent from run to run.")
     return 0 if ref and mine else 1
+
+
+def _subject_ns(rows: dict, subject: str) -> float | None:
+    return next((v["ns"] for k, v in rows.items() if k.startswith(subject)), None)
+
+
+def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> None:
+    subj_mine, subj_ref = _subject_ns(mine, subject), _subject_ns(ref, subject)
+    print("\n" + ui.paint(workload, "bold"))
+    print(f"  {'allocator':<24}{'yours':>12}  {'':<20}{'reference':>12}  {'':<20}")
+    rows = list(dict.fromkeys([*ref, *mine]))
+    # Throughput repeats the time; a counter equal on every row describes the workload, not
+    # an allocator. What is left (bytes used, say) is worth a line.
+    keys = {k for r in (*mine.values(), *ref.values()) for k in r["counters"] if not k.endswith("_per_second")}
+    keys = sorted(k for k in keys
+                  if len({r["counters"][k] for r in (*mine.values(), *ref.values()) if k in r["counters"]}) > 1)
+    for alloc in rows:
+        m, r = mine.get(alloc), ref.get(alloc)
+        is_subject = alloc.startswith(subject)
+        name = ui.paint(f"{alloc:<24}", "cyan") if is_subject else f"{alloc:<24}"
+        print(f"  {name}{_cell(m)}  {'' if is_subject else _ratio(subj_mine, m and m['ns']):<20}"
+              f"{_cell(r)}  {'' if is_subject else _ratio(subj_ref, r and r['ns']):<20}")
+        for key in keys:
+            mv, rv = (m or {}).get("counters", {}).get(key), (r or {}).get("counters", {}).get(key)
+            print(ui.paint(f"    {key:<22}{_num(mv):>12}  {'':<20}{_num(rv):>12}", "dim"))
+        for who, row in (("yours", m), ("the reference", r)):
+            if row and row.get("error"):
+                print(ui.paint(f"    {who}: {row['error']}", "yellow"))
+
+
+def _cell(row: dict | None) -> str:
+    if not row or row["ns"] is None:
+        return f"{'—':>12}"
+    return f"{_fmt_ns(row['ns']):>12}"
 
 
 def _num(value) -> str:

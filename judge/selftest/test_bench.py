@@ -23,7 +23,16 @@ class BenchTest(unittest.TestCase):
         self.assertEqual(parsed["w"]["arena"]["counters"], {"bytes_used": 4096.0})
         self.assertEqual(set(parsed["w"]), {"arena", "malloc"})
         self.assertEqual(bench._ratio(10, 100), "10.0× faster")
+        self.assertEqual(bench._ratio(None, 100), "")
         self.assertEqual(bench._ratio(100, 10), "10.0× slower")
+
+    def test_a_benchmark_that_gave_up_keeps_its_reason(self):
+        out = json.dumps({"benchmarks": [{"name": "w/pool", "run_type": "iteration", "error_occurred": True,
+                                          "error_message": "allocate() returned nullptr", "real_time": 0,
+                                          "time_unit": "ns", "iterations": 0}]})
+        row = bench.parse(out)["w"]["pool"]
+        self.assertIsNone(row["ns"])
+        self.assertEqual(row["error"], "allocate() returned nullptr")
 
 
 if __name__ == "__main__":
