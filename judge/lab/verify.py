@@ -162,11 +162,13 @@ def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compil
             result.stages = [StageResult(s.number, s.suite, s.title, s.goal, "not built") for s in stages]
             return result
         env = dict(os.environ, **sanitizers.environment(limits.memory_mb), GTEST_COLOR="no")
-        # Stages are separate processes: two at a time keep both cores busy.
+        # Stages are separate processes: two at a time keep both cores busy, and the later
+        # stages, usually the slower ones (threads, death tests), start first.
         with ThreadPoolExecutor(max_workers=2) as pool:
-            result.stages = list(pool.map(
+            done = list(pool.map(
                 lambda stage: run_stage(tree / target, stage, expected.get(stage.suite, []), env, limits, focus),
-                stages))
+                reversed(stages)))
+        result.stages = done[::-1]
     return result
 
 
