@@ -207,6 +207,7 @@ TEST(ArenaAsan, ReadPastAnAllocationIsReported) {
   Arena arena(4096);
   void* p = arena.allocate(13, 16);
   ASSERT_NE(p, nullptr) << "allocate(13, 16) returned nullptr.";
+  alloclab::test::quick_death_tests();
   EXPECT_DEATH(read_byte(static_cast<unsigned char*>(p) + 13), "use-after-poison|buffer-overflow")
       << "Reading the byte right after a 13-byte allocation must be reported by AddressSanitizer: the "
          "arena must poison what it has not handed out and unpoison exactly the bytes requested.";
@@ -219,6 +220,7 @@ TEST(ArenaAsan, ReadAfterResetIsReported) {
   ASSERT_NE(p, nullptr) << "allocate(64, 64) returned nullptr.";
   std::memset(p, 1, 64);
   arena.reset();
+  alloclab::test::quick_death_tests();
   EXPECT_DEATH(read_byte(p), "use-after-poison")
       << "Reading memory the arena reclaimed with reset() must be reported by AddressSanitizer: reset() "
          "must poison what it reclaims.";
