@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "alloclab_test.hpp"
-#include "block_pool_test_util.hpp"
+#include "block_pool_test_support.hpp"
 
 namespace {
 
