@@ -160,6 +160,12 @@ def parse_diagnostics(log: str) -> list[Diagnostic]:
 
 
 def _link_problem(log: str) -> str:
+    twice = re.findall(r"(?:duplicate symbol: |multiple definition of [`'])([^'\n]+)", log)
+    if twice:
+        names = sorted(set(twice))[:5]
+        return ("the linker found " + ", ".join(names) + " defined more than once. The tests include your "
+                "header from several files, so a function or variable defined in a header must be `inline` "
+                "(members defined inside their class already are).")
     refs = re.findall(r"undefined reference to [`'](.+?)'", log)
     if refs:
         names = sorted(set(refs))[:5]

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 import tempfile
+import json
+import os
+import shutil
 from pathlib import Path
 
 from . import run as runner
-from .build import COMPILERS
+from .build import BUILD_ROOT, COMPILERS
 
 _DEFINE_RE = re.compile(r"^#define (\w+)(.*)$", re.M)
 
@@ -24,10 +27,37 @@ def _macros(compiler: str, source: str, include_dir: Path) -> dict[str, str] | N
     return {name: body.strip() for name, body in _DEFINE_RE.findall(result.stdout.text())}
 
 
+def _framework_macros(compiler: str, framework: str, include_dir: Path) -> dict[str, str] | None:
+    """The framework's own macros, remembered between runs: they change only with the compiler
+    or GoogleTest, and preprocessing GoogleTest is a third of a second the edit loop can keep."""
+    stamps = []
+    for path in (shutil.which(COMPILERS[compiler]), "/usr/include/gtest", "/usr/local/include/gtest"):
+        try:
+            real = os.path.realpath(path) if path else ""
+            stamps.append(f"{real}:{os.stat(real).st_mtime_ns}" if real else "")
+        except OSError:
+            stamps.append("")
+    key = "|".join(stamps)
+    cache = BUILD_ROOT / f"framework-macros-{compiler}.json"
+    try:
+        saved = json.loads(cache.read_text(encoding="utf-8"))
+        if saved.get("key") == key:
+            return saved["macros"]
+    except (OSError, ValueError, KeyError):
+        pass
+    macros = _macros(compiler, framework, include_dir)
+    if macros is not None:
+        BUILD_ROOT.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "macros": macros}), encoding="utf-8")
+        os.replace(tmp, cache)
+    return macros
+
+
 def tampered_macros(compiler: str, header: Path) -> list[str]:
     """The test framework's macros that `header` removes or redefines, as sentences."""
     framework = "#include <gtest/gtest.h>\n#include <gtest/gtest-spi.h>\n"
-    before = _macros(compiler, framework, header.parent)
+    before = _framework_macros(compiler, framework, header.parent)
     after = _macros(compiler, framework + f'#include "{header}"\n', header.parent)
     if before is None or after is None:
         return []  # the header does not preprocess; the build reports why

@@ -126,16 +126,23 @@ def judge(catalog: Catalog, exercise: Exercise, impl: build.Impl, compilers: tup
     stages = [s for s in exercise.stages if not stage_numbers or s.number in stage_numbers]
     expected = tests_in_source(exercise)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        # The macro check runs beside the first build; it needs only the preprocessor.
-        tamper_job = pool.submit(integrity.tampered_macros, compilers[0], focus)
+        # The macro check needs only the preprocessor. It starts once the first build is done,
+        # beside the first tests: during the build it would take a core from the compiler.
+        jobs = []
+
+        def start_macro_check() -> None:
+            if not jobs:
+                jobs.append(pool.submit(integrity.tampered_macros, compilers[0], focus))
+
         configs = []
         for compiler in compilers:
             for sanitizer in sanitizer_list or exercise.sanitizers:
                 wanted = [s for s in stages if sanitizer in s.sanitizers]
                 if wanted:
                     configs.append(_judge_config(catalog, exercise, impl, compiler, sanitizer, wanted,
-                                                 expected, focus, werror, slot))
-        tampering = tamper_job.result()
+                                                 expected, focus, werror, slot, start_macro_check))
+        start_macro_check()
+        tampering = jobs[0].result()
     passed = bool(configs) and not tampering and all(s.status == "passed" for c in configs for s in c.stages)
     return Verdict(exercise.name, exercise.title, impl.label, _display(focus), passed, configs,
                    tampering, time.monotonic() - start)
@@ -143,7 +150,7 @@ def judge(catalog: Catalog, exercise: Exercise, impl: build.Impl, compilers: tup
 
 def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: str, sanitizer: str,
                   stages: list[Stage], expected: dict[str, list[str]], focus: Path, werror: bool,
-                  slot: str) -> ConfigResult:
+                  slot: str, after_build=lambda: None) -> ConfigResult:
     limits = catalog.limits
     tree = build.tree_dir(compiler, sanitizer, impl, slot)
     target = f"test_{exercise.name}"
@@ -152,6 +159,7 @@ def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compil
                                 limits.build_timeout_seconds)
         if built is None:
             built = build.build(tree, target, limits.build_timeout_seconds)
+        after_build()
         if impl.kind == "exercises" and not slot:
             _link_compile_commands(tree)
         error = built.first_error(focus)

@@ -36,6 +36,13 @@ class DiagnosticsTest(unittest.TestCase):
         text = build._link_problem("x.cpp:(.text+0x1): undefined reference to `alloclab::Arena::reset()'")
         self.assertIn("alloclab::Arena::reset()", text)
 
+    def test_duplicate_definitions_are_explained(self):
+        for log in ("ld.lld: error: duplicate symbol: alloclab::helper()\n",
+                    "x.o: multiple definition of `alloclab::helper()'; y.o: first defined here\n"):
+            text = build._link_problem(log)
+            self.assertIn("alloclab::helper()", text)
+            self.assertIn("inline", text)
+
     def test_trees_are_named_by_compiler_sanitizer_and_implementation(self):
         self.assertEqual(build.tree_dir("clang", "asan", build.Impl("exercises")).name, "clang-asan")
         self.assertEqual(build.tree_dir("gcc", "tsan", build.Impl("solutions")).name, "gcc-tsan-solutions")

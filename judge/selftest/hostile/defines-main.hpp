@@ -17,7 +17,9 @@ inline bool frees_its_buffer() { return true; }
 
 #include "support/arena_base.hpp"
 
-int main(int argc, char** argv) {
+// Weak, so that each of the test program's translation units may carry it and the linker
+// still prefers it to the framework's own main().
+__attribute__((weak)) int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   GTEST_FLAG_SET(filter, "AllocLabCanary.*");
   return RUN_ALL_TESTS();
