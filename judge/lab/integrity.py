@@ -2,15 +2,16 @@
 framework's macros as they were."""
 from __future__ import annotations
 
-import re
-import tempfile
 import json
 import os
+import re
 import shutil
+import tempfile
 from pathlib import Path
 
 from . import run as runner
 from .build import BUILD_ROOT, COMPILERS
+from .files import write_atomically
 
 _DEFINE_RE = re.compile(r"^#define (\w+)(.*)$", re.M)
 
@@ -47,10 +48,7 @@ def _framework_macros(compiler: str, framework: str, include_dir: Path) -> dict[
         pass
     macros = _macros(compiler, framework, include_dir)
     if macros is not None:
-        BUILD_ROOT.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "macros": macros}), encoding="utf-8")
-        os.replace(tmp, cache)
+        write_atomically(cache, json.dumps({"key": key, "macros": macros}).encode("utf-8"))
     return macros
 
 

@@ -7,14 +7,13 @@ the test framework); such a failure becomes a test case of its own, named `(stag
 so that a tool that only counts test cases still sees it."""
 from __future__ import annotations
 
-import os
 import re
 import socket
-import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from .files import write_atomically
 from .verify import ConfigResult, StageResult, TestOutcome, Verdict
 
 STAGE_CHECKS = "(stage checks)"
@@ -47,16 +46,7 @@ def write(verdict: Verdict, path: Path) -> None:
     tree = ET.ElementTree(to_xml(verdict))
     ET.indent(tree)
     path = path.expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            tree.write(handle, encoding="UTF-8", xml_declaration=True)
-            handle.write(b"\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, ET.tostring(tree.getroot(), encoding="UTF-8", xml_declaration=True) + b"\n")
 
 
 def _suite(name: str, seconds: float, properties: dict[str, str]) -> ET.Element:

@@ -6,14 +6,13 @@ course published, without the learner's own commits), or HEAD when the branch ha
 The command says which."""
 from __future__ import annotations
 
-import os
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 from . import progress, ui
 from .catalog import ROOT, Catalog, Exercise
+from .files import write_atomically
 
 BACKUPS = ROOT / ".alloclab" / "backups"
 
@@ -78,20 +77,6 @@ def backup_path(exercise: Exercise, now: float | None = None) -> Path:
     return path
 
 
-def _write_atomically(path: Path, content: bytes, mode: int | None = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def reset(exercise: Exercise) -> tuple[bool, Path | None, str]:
     """Restores the skeleton. Returns whether the file changed, the backup of the learner's
     file (None when there was nothing to keep) and where the skeleton came from. Changes
@@ -106,8 +91,8 @@ def reset(exercise: Exercise) -> tuple[bool, Path | None, str]:
         if current == skeleton:
             return False, None, where
         backup = backup_path(exercise)
-        _write_atomically(backup, current, mode)  # the learner's work is safe before anything is replaced
-    _write_atomically(target, skeleton, mode)
+        write_atomically(backup, current, mode)  # the learner's work is safe before anything is replaced
+    write_atomically(target, skeleton, mode)
     progress.restart(exercise)
     return True, backup, where
 

@@ -3,12 +3,11 @@ atomically so that a judge stopped half-way never leaves it corrupt."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
 from .catalog import ROOT, Exercise
+from .files import write_atomically
 
 STATE = ROOT / ".alloclab" / "progress.json"
 
@@ -22,11 +21,7 @@ def load(path: Path = STATE) -> dict:
 
 
 def save(data: dict, path: Path = STATE) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".progress-")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True)
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data, indent=2, sort_keys=True).encode("utf-8"))
 
 
 def record(exercise: Exercise, passed: bool, failing_stage: int | None, path: Path = STATE) -> None:
