@@ -116,6 +116,13 @@ def configure(tree: Path, compiler: str, sanitizer: str, impl: Impl, exercise_na
     return BuildResult(False, result.seconds, [], log, "CMake could not configure the build:\n" + _tail(log, 20))
 
 
+def configure_and_build(tree: Path, target: str, compiler: str, sanitizer: str, impl: Impl, exercise_name: str,
+                        werror: bool, timeout: float) -> BuildResult:
+    """Builds `target` in a tree configured as asked, configuring it first when it is not."""
+    failed = configure(tree, compiler, sanitizer, impl, exercise_name, werror, timeout)
+    return failed or build(tree, target, timeout)
+
+
 def build(tree: Path, target: str, timeout: float) -> BuildResult:
     env = dict(os.environ, NINJA_STATUS="", CLICOLOR="0", TERM="dumb")
     result = runner.run(["cmake", "--build", str(tree), "--target", target, "--", "-k", "0"],

@@ -155,10 +155,8 @@ def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compil
     tree = build.tree_dir(compiler, sanitizer, impl, slot)
     target = f"test_{exercise.name}"
     with build.locked(tree):
-        built = build.configure(tree, compiler, sanitizer, impl, exercise.name, werror,
-                                limits.build_timeout_seconds)
-        if built is None:
-            built = build.build(tree, target, limits.build_timeout_seconds)
+        built = build.configure_and_build(tree, target, compiler, sanitizer, impl, exercise.name, werror,
+                                          limits.build_timeout_seconds)
         after_build()
         if impl.kind == "exercises" and not slot:
             _link_compile_commands(tree)
