@@ -10,7 +10,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from . import build, catalog as cat, progress, report, ui, verify
+from . import build, catalog as cat, overview, progress, report, ui, verify
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -133,20 +133,10 @@ def cmd_test(args, catalog: cat.Catalog) -> int:
 
 
 def cmd_list(args, catalog: cat.Catalog) -> int:
-    from . import overview
     print(overview.render(catalog))
     return EXIT_OK
 
 
 def cmd_hint(args, catalog: cat.Catalog) -> int:
-    exercise = catalog.resolve(args.exercise)
-    hint = progress.next_hint(exercise)
-    if hint is None:
-        print(f"You have seen all {len(exercise.hints)} hints for exercise {exercise.id:02d}. The chapter, "
-              f"chapters/{exercise.name}.md, explains the design and its pitfalls; `judge.py test {exercise.id} -v` "
-              "shows every message.")
-        return EXIT_OK
-    number, text = hint
-    print(ui.paint(f"Hint {number} of {len(exercise.hints)} for exercise {exercise.id:02d} ({exercise.title}):", "bold"))
-    print(text)
+    print(overview.next_hint(catalog.resolve(args.exercise)))
     return EXIT_OK

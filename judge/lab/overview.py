@@ -58,3 +58,15 @@ def summary(catalog: Catalog, path: Path = progress.STATE) -> str:
         else:
             parts.append(f"{ex.id:02d} ·")
     return f"{ui.bar(passed_count(catalog, path), len(catalog.exercises), width=12)}  " + "  ".join(parts)
+
+
+def next_hint(exercise: Exercise, path: Path = progress.STATE) -> str:
+    """The next hint, with its number, as `hint` prints it and `watch` shows it for `h`."""
+    hint = progress.next_hint(exercise, path)
+    if hint is None:
+        return (f"You have seen all {len(exercise.hints)} hints for exercise {exercise.id:02d}. The chapter, "
+                f"chapters/{exercise.name}.md, explains the design and its pitfalls; `judge.py test {exercise.id} -v` "
+                "shows every message.")
+    number, text = hint
+    heading = f"Hint {number} of {len(exercise.hints)} for exercise {exercise.id:02d} ({exercise.title}):"
+    return ui.paint(heading, "bold") + "\n" + text

@@ -232,12 +232,7 @@ class Watcher:
             last = now
 
     def _hint(self, exercise: Exercise) -> None:
-        hint = progress.next_hint(exercise, self.state)
-        if hint is None:
-            self.say(f"You have seen all {len(exercise.hints)} hints; chapters/{exercise.name}.md explains the design.")
-            return
-        number, text = hint
-        self.say(ui.paint(f"Hint {number} of {len(exercise.hints)}:", "bold") + f" {text}")
+        self.say(overview.next_hint(exercise, self.state))
 
 
 def _terminate(signum, frame) -> None:
