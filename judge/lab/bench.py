@@ -92,9 +92,8 @@ def _ratio(subject: float | None, other: float | None) -> str:
 
 
 def run(args, catalog: Catalog) -> int:
-    from .cli import compilers_for
     exercise = catalog.resolve(args.exercise)
-    compiler = compilers_for(args.compiler)[0]
+    compiler = build.compilers_for(args.compiler)[0]
     if not exercise.bench_dir.is_dir():
         print(f"Exercise {exercise.id:02d} has no benchmarks.")
         return 2

@@ -62,6 +62,20 @@ class BuildResult:
         return [d for d in self.diagnostics if d.severity == "warning" and (focus is None or _same_file(d.file, focus))]
 
 
+class MissingTool(Exception):
+    """A compiler or build tool the judge needs is not installed."""
+
+
+def compilers_for(choice: str) -> tuple[str, ...]:
+    """The compilers `clang`, `gcc` or `all` name, once it is sure they and CMake and Ninja are here."""
+    chosen = tuple(COMPILERS) if choice == "all" else (choice,)
+    missing = [COMPILERS[c] for c in chosen if not shutil.which(COMPILERS[c])]
+    missing += [tool for tool in ("cmake", "ninja") if not shutil.which(tool)]
+    if missing:
+        raise MissingTool(f"{', '.join(missing)} not found. `python3 judge/judge.py doctor` says what to install.")
+    return chosen
+
+
 def tree_dir(compiler: str, sanitizer: str, impl: Impl, slot: str = "") -> Path:
     """`build/clang-asan` is the learner's tree, the same one `cmake --preset clang-asan` makes."""
     name = f"{compiler}-{sanitizer}"

@@ -34,8 +34,7 @@ def add_parser(sub) -> None:
 
 
 def run(args, catalog: Catalog) -> int:
-    from .cli import compilers_for
-    compilers = compilers_for("all")
+    compilers = build.compilers_for("all")
     exercises = [catalog.resolve(args.exercise)] if args.exercise else list(catalog.exercises)
     items: list[Item] = []
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -28,7 +27,7 @@ def main(argv: list[str]) -> int:
     try:
         catalog = cat.load()
         return args.run(args, catalog)
-    except (UsageError, cat.CatalogError) as err:
+    except (UsageError, build.MissingTool, cat.CatalogError) as err:
         print(f"judge: {err}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (`| head`): nothing left to say
@@ -82,20 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def compilers_for(choice: str) -> tuple[str, ...]:
-    chosen = tuple(build.COMPILERS) if choice == "all" else (choice,)
-    missing = [build.COMPILERS[c] for c in chosen if not shutil.which(build.COMPILERS[c])]
-    for tool in ("cmake", "ninja"):
-        if not shutil.which(tool):
-            missing.append(tool)
-    if missing:
-        raise UsageError(f"{', '.join(missing)} not found. `python3 judge/judge.py doctor` says what to install.")
-    return chosen
-
-
 def cmd_test(args, catalog: cat.Catalog) -> int:
     exercise = catalog.resolve(args.exercise)
-    compilers = compilers_for(args.compiler)
+    compilers = build.compilers_for(args.compiler)
     if args.source:
         path = Path(args.source).expanduser().resolve()
         if not path.is_file():

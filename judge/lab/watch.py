@@ -33,8 +33,7 @@ def add_parser(sub) -> None:
 
 
 def run(args, catalog: Catalog) -> int:
-    from .cli import compilers_for
-    compilers = compilers_for(args.compiler)
+    compilers = build.compilers_for(args.compiler)
     start = catalog.resolve(args.exercise) if args.exercise else first_unpassed(catalog)
     if start is None:
         print(ui.paint(f"{ui.OK} Every exercise passes.", "green") + " `python3 judge/judge.py list` shows them; "
