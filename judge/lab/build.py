@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import run as runner
-from .catalog import ROOT
+from .catalog import ROOT, shown
 
 COMPILERS = {"clang": "clang++", "gcc": "g++"}
 BUILD_ROOT = ROOT / "build"
@@ -39,7 +39,7 @@ class Diagnostic:
     context: list[str] = field(default_factory=list)  # the compiler's quoted source line and caret
 
     def where(self) -> str:
-        return f"{_relative(self.file)}:{self.line}:{self.column}"
+        return f"{shown(self.file)}:{self.line}:{self.column}"
 
 
 @dataclass
@@ -204,10 +204,3 @@ def _same_file(reported: str, path: Path) -> bool:
         return Path(reported).resolve() == path.resolve()
     except OSError:
         return False
-
-
-def _relative(path: str) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return path

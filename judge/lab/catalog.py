@@ -16,6 +16,19 @@ _TEST_RE = re.compile(r"^\s*TEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.MULTILIN
 _SLUG_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
+def shown(path: Path | str) -> str:
+    """A path as the learner sees it: relative to the kit when it is inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def without_root(text: str) -> str:
+    """Text from a compiler or a test with the kit's absolute path left out of every path in it."""
+    return text.replace(str(ROOT) + "/", "")
+
+
 class CatalogError(Exception):
     """The catalog cannot be read, or an exercise name names nothing."""
 
@@ -193,4 +206,3 @@ def validate(catalog: Catalog) -> list[str]:
         if ex.bench_dir.is_dir() and not ex.bench_subject:
             problems.append(f"{where}: has benchmarks but no bench_subject")
     return problems
-

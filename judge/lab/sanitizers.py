@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .catalog import without_root
+
 # The environment of every instrumented test run. Reports go to stderr without colour;
 # the first error ends the run; an absurd allocation fails like it does without a sanitizer
 # (operator new throws) instead of aborting, up to the catalog's memory limit.
@@ -75,7 +77,7 @@ def summarize(stderr: str, focus: str | None = None) -> Finding | None:
     if m := _UBSAN_RE.search(stderr):
         frame = _frame(stderr[m.start():], focus)
         location = frame[1] if frame and focus and focus in frame[1] else f"{m.group(1)}:{m.group(2)}"
-        return Finding("UndefinedBehaviorSanitizer", m.group(4).strip(), "", _short(location),
+        return Finding("UndefinedBehaviorSanitizer", m.group(4).strip(), "", without_root(location),
                        frame[0] if frame else "", _report(stderr, m.start()))
     if m := _ERROR_RE.search(stderr):
         tool, kind = m.group(1), m.group(2)
@@ -89,11 +91,11 @@ def summarize(stderr: str, focus: str | None = None) -> Finding | None:
         access = _ACCESS_RE.search(rest) or _LEAK_RE.search(rest)
         frame = _frame(rest, focus)
         return Finding(tool, kind.strip(), access.group(1) if access else "",
-                       _short(frame[1]) if frame else "", frame[0] if frame else "", _report(stderr, m.start()))
+                       without_root(frame[1]) if frame else "", frame[0] if frame else "", _report(stderr, m.start()))
     if m := _TSAN_RE.search(stderr):
         rest = stderr[m.start():]
         frame = _frame(rest, focus)
-        return Finding("ThreadSanitizer", m.group(1).strip(), "", _short(frame[1]) if frame else "",
+        return Finding("ThreadSanitizer", m.group(1).strip(), "", without_root(frame[1]) if frame else "",
                        frame[0] if frame else "", _report(stderr, m.start()))
     return None
 
@@ -120,12 +122,6 @@ def _function(signature: str) -> str:
         depth -= ch == ">"
         out.append(ch)
     return "".join(out).strip()
-
-
-def _short(location: str) -> str:
-    from .catalog import ROOT
-    root = str(ROOT) + "/"
-    return location.replace(root, "")
 
 
 def _report(stderr: str, start: int) -> str:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import build, integrity, run as runner, sanitizers
-from .catalog import ROOT, Catalog, Exercise, Stage, tests_in_source
+from .catalog import ROOT, Catalog, Exercise, Stage, shown, tests_in_source, without_root
 
 CANARY = "AllocLabCanary"
 
@@ -144,7 +144,7 @@ def judge(catalog: Catalog, exercise: Exercise, impl: build.Impl, compilers: tup
         start_macro_check()
         tampering = jobs[0].result()
     passed = bool(configs) and not tampering and all(s.status == "passed" for c in configs for s in c.stages)
-    return Verdict(exercise.name, exercise.title, impl.label, _display(focus), passed, configs,
+    return Verdict(exercise.name, exercise.title, impl.label, shown(focus), passed, configs,
                    tampering, time.monotonic() - start)
 
 
@@ -288,7 +288,7 @@ def _record_report(report: dict, wanted: list[str], outcomes: dict[str, TestOutc
         test = seen.get(name)
         if test is None or test.get("status") != "RUN" or not _started(test):
             continue  # recorded as "not run" below
-        failures = [_clean(f.get("failure", "")) for f in test.get("failures", [])]
+        failures = [without_root(f.get("failure", "")).strip() for f in test.get("failures", [])]
         seconds = float(str(test.get("time", "0s")).rstrip("s") or 0)
         if failures:
             outcomes[name] = TestOutcome(name, "failed", failures, None, seconds)
@@ -322,7 +322,7 @@ def _record_finished(stdout: str, outcomes: dict[str, TestOutcome], wanted: list
             if event == "OK":
                 outcomes[name] = TestOutcome(name, "passed")
             elif event == "FAILED":
-                outcomes[name] = TestOutcome(name, "failed", [_clean("\n".join(lines))])
+                outcomes[name] = TestOutcome(name, "failed", [without_root("\n".join(lines)).strip()])
             current = None
 
 
@@ -363,15 +363,3 @@ def _early_end(run: runner.RunResult, finding: sanitizers.Finding | None, runnin
     return (f"the test program ended with status {run.returncode} before writing its report, so its tests "
             "cannot count as passed. Does the code under test call exit(), quick_exit() or _Exit(), perhaps "
             "from a static initializer?")
-
-
-def _clean(message: str) -> str:
-    """Drops the absolute path of the repository from a failure message."""
-    return message.replace(str(ROOT) + "/", "").strip()
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import build, overview, progress, report, ui, verify
-from .catalog import ROOT, Catalog, Exercise
+from .catalog import Catalog, Exercise, shown
 
 KEYS = "h hint · l list · r run · q quit"
 
@@ -142,7 +142,7 @@ class Watcher:
         summary = overview.summary(self.catalog, self.state)
         if self.keys.interactive:
             # The keys come before the overview: on a narrow terminal the line's end is cut off.
-            line = f"Watching {_display(path)} · {where} · {KEYS} · {summary}"
+            line = f"Watching {shown(path)} · {where} · {KEYS} · {summary}"
             width = shutil.get_terminal_size((100, 24)).columns
             if len(line) > width - 1:
                 line = line[: max(width - 2, 10)] + "…"
@@ -150,7 +150,7 @@ class Watcher:
             self.out.flush()
             self._status_shown = True
         else:
-            print(f"Watching {_display(path)} · {where} · {summary} · save the file to judge it again",
+            print(f"Watching {shown(path)} · {where} · {summary} · save the file to judge it again",
                   file=self.out, flush=True)
 
     # -- the loop ----------------------------------------------------------------
@@ -178,7 +178,7 @@ class Watcher:
                     return 0
                 self.say(ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes.", "green") +
                          f" On to exercise {following.id:02d}: {following.title} "
-                         f"({_display(self.file_of(following))}; chapters/{following.name}.md).")
+                         f"({shown(self.file_of(following))}; chapters/{following.name}.md).")
                 exercise = following
                 continue
             action = self._wait(exercise)
@@ -187,7 +187,7 @@ class Watcher:
                 return 0
 
     def _judge(self, exercise: Exercise) -> bool:
-        self.say(ui.paint(f"── {time.strftime('%H:%M:%S')} · judging {_display(self.file_of(exercise))} "
+        self.say(ui.paint(f"── {time.strftime('%H:%M:%S')} · judging {shown(self.file_of(exercise))} "
                           f"(exercise {exercise.id:02d}) ──", "dim"))
         passed = bool(self.judge(exercise))
         self.say(f"Progress {overview.summary(self.catalog, self.state)}")
@@ -241,10 +241,3 @@ def _terminate(signum, frame) -> None:
 def _main_thread() -> bool:
     import threading
     return threading.current_thread() is threading.main_thread()
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
