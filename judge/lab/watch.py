@@ -168,6 +168,9 @@ class Watcher:
 
     def _loop(self, exercise: Exercise) -> int:
         while True:
+            # The file as it is judged: a save during the judging, which takes seconds, is a
+            # change to judge again, not the starting point of the wait.
+            judged = signature(self.file_of(exercise))
             passed = self._judge(exercise)
             if passed:
                 following = first_unpassed(self.catalog, self.state, after=exercise)
@@ -181,7 +184,7 @@ class Watcher:
                          f"({shown(self.file_of(following))}; chapters/{following.name}.md).")
                 exercise = following
                 continue
-            action = self._wait(exercise)
+            action = self._wait(exercise, judged)
             if action == "quit":
                 self.say("Stopped watching. Your progress is saved; `python3 judge/judge.py list` shows it.")
                 return 0
@@ -193,10 +196,9 @@ class Watcher:
         self.say(f"Progress {overview.summary(self.catalog, self.state)}")
         return passed
 
-    def _wait(self, exercise: Exercise) -> str:
-        """Until the file is saved ("changed"), or the learner asks to run again or to quit."""
+    def _wait(self, exercise: Exercise, seen: tuple[int, int, int] | None) -> str:
+        """Until the file differs from `seen` ("changed"), or the learner asks to run again or to quit."""
         path = self.file_of(exercise)
-        seen = signature(path)
         self.status(exercise)
         while True:
             key = self.keys.read(self.interval)

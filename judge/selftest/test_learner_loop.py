@@ -115,6 +115,28 @@ class WatchLoop(unittest.TestCase):
             thread.join(20)
 
 
+    def test_a_save_while_judging_is_judged_again(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            kit = FakeKit(Path(tmp))
+            saved_during_judging = threading.Event()
+
+            def slow_judge(exercise):
+                if not saved_during_judging.is_set():
+                    kit.files[1].write_text("// saved while the judge was compiling\n")
+                    saved_during_judging.set()
+                return kit.judge(exercise)
+
+            watcher = Watcher(kit.catalog, slow_judge, state=kit.state, file_of=lambda ex: kit.files[ex.id],
+                              keys=Keys(io.StringIO()), out=io.StringIO(), interval=0.05, settle=0.05)
+            thread = threading.Thread(target=watcher.run, args=(kit.exercises[0],), daemon=True)
+            thread.start()
+            self.assertTrue(wait_until(lambda: kit.judged == [1, 1]),
+                            f"a save made while the file was being judged is judged too: {kit.judged}")
+            kit.files[1].write_text("DONE")
+            kit.files[2].write_text("DONE")
+            thread.join(20)
+
+
 class WatchKeys(unittest.TestCase):
     """watch on a real (pseudo) terminal: single keys, no Enter, and the terminal restored."""
 
