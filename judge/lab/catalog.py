@@ -10,6 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "judge" / "catalog.toml"
 SANITIZERS = ("asan", "tsan")
 DIFFICULTIES = ("easy", "medium", "hard")
+FORMAT_VERSION = 2
+HINT_LEVELS = ("concept", "approach", "code")
 
 # TEST(Suite, Name) and TEST_F(Fixture, Name) as they open a test in a test file.
 _TEST_RE = re.compile(r"^\s*TEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.MULTILINE)
@@ -42,12 +44,19 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Hint:
+    level: str      # one of HINT_LEVELS
+    text: str
+
+
+@dataclass(frozen=True)
 class Stage:
     number: int
     suite: str
     title: str
     goal: str
     sanitizers: tuple[str, ...]
+    hints: tuple[Hint, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,6 @@ class Exercise:
     difficulty: str
     header: str
     sanitizers: tuple[str, ...]
-    hints: tuple[str, ...]
     stages: tuple[Stage, ...]
     bench_subject: str = ""
 
@@ -79,6 +87,10 @@ class Exercise:
     @property
     def chapter(self) -> Path:
         return ROOT / "chapters" / f"{self.name}.md"
+
+    @property
+    def quiz_file(self) -> Path:
+        return ROOT / "chapters" / f"{self.name}.quiz.toml"
 
     @property
     def tests_dir(self) -> Path:
@@ -104,6 +116,7 @@ class Exercise:
 class Catalog:
     exercises: tuple[Exercise, ...]
     limits: Limits = field(default_factory=Limits)
+    format_version: int = FORMAT_VERSION
 
     def resolve(self, name: str) -> Exercise:
         """`1`, `01`, `arena` and `01-arena` all name exercise 01."""
@@ -115,18 +128,42 @@ class Catalog:
         raise CatalogError(f"no exercise is called '{name}'. The exercises are: {known}.")
 
 
+_CONVERT = (f"To convert it: put `format_version = {FORMAT_VERSION}` at the top, remove each exercise's "
+            "`hints = [...]`, and give every [[exercise.stage]] its own hints, at least three, in the order "
+            "concept, approach, code: `hints = [{ level = \"concept\", text = \"...\" }, ...]`. "
+            "docs/authoring.md describes the format.")
+
+
 def load(path: Path = CATALOG) -> Catalog:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise CatalogError(f"cannot read the catalog {path}: {err}") from None
+    version = data.get("format_version", 1)
+    old_hints = [str(raw.get("slug", "?")) for raw in data.get("exercise", [])
+                 if isinstance(raw, dict) and "hints" in raw]
+    if version != FORMAT_VERSION:
+        raise CatalogError(f"the catalog {shown(path)} has format_version = {version!r}"
+                           f"{' (none given: version 1)' if 'format_version' not in data else ''}, and this judge "
+                           f"reads format_version = {FORMAT_VERSION} only. {_CONVERT}")
+    if old_hints:
+        raise CatalogError(f"the catalog {shown(path)} gives exercise-level hints ({', '.join(old_hints)}), as "
+                           f"format 1 did; in format {FORMAT_VERSION} hints belong to stages. {_CONVERT}")
     try:
         limits = Limits(**data.get("limits", {}))
         exercises = [_exercise(raw) for raw in data.get("exercise", [])]
-    except (TypeError, KeyError, ValueError) as err:
+    except (TypeError, KeyError, ValueError, AttributeError) as err:
         raise CatalogError(f"the catalog {path} is malformed: {err}") from None
     exercises.sort(key=lambda ex: ex.id)
-    return Catalog(tuple(exercises), limits)
+    return Catalog(tuple(exercises), limits, version)
+
+
+def _hint(raw) -> Hint:
+    if not isinstance(raw, dict) or set(raw) != {"level", "text"} or not isinstance(raw["text"], str):
+        raise ValueError(f"a hint is a table {{ level = ..., text = \"...\" }}, not {raw!r}")
+    if raw["level"] not in HINT_LEVELS:
+        raise ValueError(f"hint level {raw['level']!r} is not one of {', '.join(HINT_LEVELS)}")
+    return Hint(raw["level"], raw["text"].strip())
 
 
 def _exercise(raw: dict) -> Exercise:
@@ -138,6 +175,7 @@ def _exercise(raw: dict) -> Exercise:
             title=st.get("title", st["suite"]),
             goal=st.get("goal", ""),
             sanitizers=tuple(st.get("sanitizers", sanitizers)),
+            hints=tuple(_hint(h) for h in st.get("hints", [])),
         )
         for i, st in enumerate(raw.get("stage", []), start=1)
     )
@@ -149,7 +187,6 @@ def _exercise(raw: dict) -> Exercise:
         difficulty=raw.get("difficulty", ""),
         header=raw["header"],
         sanitizers=sanitizers,
-        hints=tuple(raw.get("hints", [])),
         stages=stages,
         bench_subject=raw.get("bench_subject", ""),
     )
@@ -164,8 +201,44 @@ def tests_in_source(exercise: Exercise) -> dict[str, list[str]]:
     return suites
 
 
+# What a concept hint must not contain: it names the idea, and the code comes two hints later.
+_CODE_RE = re.compile(r"`|->|::|==|!=|&&|\|\||\+\+|\w\(\)")
+
+
+def hint_problems(hints: tuple[Hint, ...]) -> list[str]:
+    """How a stage's hints break the rules: at least three, at least one of each level, in the
+    order concept, approach, code, and no code in a concept hint."""
+    problems = []
+    if len(hints) < 3:
+        problems.append(f"{len(hints)} hint(s); every stage needs at least 3 ({', '.join(HINT_LEVELS)})")
+    levels = [h.level for h in hints]
+    missing = [level for level in HINT_LEVELS if level not in levels]
+    if missing and hints:
+        problems.append(f"no {' and no '.join(missing)} hint")
+    if levels != sorted(levels, key=HINT_LEVELS.index):
+        problems.append(f"the hints go {', '.join(levels)}; they must go concept, then approach, then code")
+    for number, hint in enumerate(hints, start=1):
+        if not hint.text:
+            problems.append(f"hint {number} is empty")
+        code = _CODE_RE.search(hint.text)
+        if hint.level == "concept" and code:
+            problems.append(f"hint {number} is a concept hint but contains code ({code.group()!r}): it names the "
+                            "idea and asks a question; the code belongs in a later hint")
+    return problems
+
+
 def validate(catalog: Catalog) -> list[str]:
-    """Every way the catalog disagrees with itself or with the files; empty when valid."""
+    """Every way the catalog disagrees with itself or with the files, the course's chapters and
+    quizzes included; empty when valid."""
+    from . import course
+    problems = catalog_problems(catalog)
+    for ex in catalog.exercises:
+        problems.extend(f"exercise {ex.name}: {p}" for p in course.problems(ex))
+    return problems
+
+
+def catalog_problems(catalog: Catalog) -> list[str]:
+    """Every way the catalog disagrees with itself or with the exercises' code and tests."""
     problems: list[str] = []
     if not catalog.exercises:
         problems.append("the catalog lists no exercise")
@@ -184,8 +257,6 @@ def validate(catalog: Catalog) -> list[str]:
         for path in (ex.exercise_file, ex.solution_file, ex.chapter):
             if not path.is_file():
                 problems.append(f"{where}: {path.relative_to(ROOT)} is missing")
-        if not ex.hints:
-            problems.append(f"{where}: no hints")
         if not ex.stages:
             problems.append(f"{where}: no stages")
         bad = [s for s in ex.sanitizers if s not in SANITIZERS]
@@ -200,6 +271,7 @@ def validate(catalog: Catalog) -> list[str]:
             if not set(st.sanitizers) <= set(ex.sanitizers) or not st.sanitizers:
                 problems.append(f"{where}: stage {st.number} runs under {list(st.sanitizers)}, "
                                 f"which must be among the exercise's {list(ex.sanitizers)}")
+            problems.extend(f"{where}: stage {st.number}: {p}" for p in hint_problems(st.hints))
         staged = {st.suite for st in ex.stages}
         for suite in sorted(set(in_source) - staged):
             problems.append(f"{where}: suite {suite} belongs to no stage, so it would never be judged")

@@ -9,7 +9,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from . import build, catalog as cat, overview, progress, report, ui, verify
+from . import build, catalog as cat, learner, overview, progress, report, ui, verify
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -67,11 +67,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("-v", "--verbose", action="store_true", help="every test's messages and raw sanitizer reports")
     s.set_defaults(run=cmd_test)
 
-    s = sub.add_parser("hint", help="the next hint for an exercise, one more each time")
+    s = sub.add_parser("hint", help="the next hint for the first stage of an exercise that fails, one more each time")
     s.add_argument("exercise")
     s.set_defaults(run=cmd_hint)
 
-    from . import bench, check, docs, doctor, learner, watch
+    from . import bench, check, docs, doctor, quiz, watch
+    quiz.add_parser(sub)
     watch.add_parser(sub)
     learner.add_parsers(sub)
     check.add_parser(sub)
@@ -99,12 +100,11 @@ def cmd_test(args, catalog: cat.Catalog) -> int:
     if not args.json:
         print(ui.paint(f"Judging {verify.implementation_file(exercise, impl).name} for exercise "
                        f"{exercise.id:02d}…", "dim"), flush=True)
-    # ALLOCLAB_SLOT gives a run build trees of its own (the judge's self-tests use it), so that
-    # it never reconfigures the trees the learner's edit loop keeps warm.
-    verdict = verify.judge(catalog, exercise, impl, compilers, stages, werror=impl.kind == "solutions",
-                           slot=os.environ.get("ALLOCLAB_SLOT", ""))
-    if impl.kind == "exercises" and not stages:
-        progress.record(exercise, verdict.passed, verdict.first_failing_stage())
+    if impl.kind == "exercises":
+        verdict = learner.judge(catalog, exercise, compilers, stages)
+    else:
+        verdict = verify.judge(catalog, exercise, impl, compilers, stages, werror=impl.kind == "solutions",
+                               slot=os.environ.get("ALLOCLAB_SLOT", ""))
     if args.json:
         print(json.dumps(verdict.to_json(), indent=2))
     else:
@@ -126,5 +126,9 @@ def cmd_list(args, catalog: cat.Catalog) -> int:
 
 
 def cmd_hint(args, catalog: cat.Catalog) -> int:
-    print(overview.next_hint(catalog.resolve(args.exercise)))
+    exercise = catalog.resolve(args.exercise)
+    if not progress.is_fresh(exercise):  # the last verdict is about another version of the file
+        print(ui.paint(f"Judging {exercise.header} to find the first stage that fails…", "dim"), flush=True)
+        learner.judge(catalog, exercise, build.compilers_for("clang"))
+    print(overview.next_hint(exercise))
     return EXIT_OK

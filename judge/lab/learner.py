@@ -1,4 +1,5 @@
-"""`reset` and `solution`: start an exercise over, and read the reference once it is earned.
+"""The learner's own file: judged and recorded (`test`, `watch`, `hint`), started over
+(`reset`), and the reference read once it is earned (`solution`).
 
 The untouched skeleton comes from git, the one record of it that the learner's edits cannot
 reach: the version at the last commit the learner's branch shares with its upstream (what the
@@ -6,11 +7,12 @@ course published, without the learner's own commits), or HEAD when the branch ha
 The command says which."""
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
 
-from . import progress, ui
+from . import build, progress, ui, verify
 from .catalog import ROOT, Catalog, Exercise
 from .files import write_atomically
 
@@ -30,6 +32,18 @@ def add_parsers(sub) -> None:
     s.add_argument("--force", action="store_true",
                    help="show it even though your file has not passed yet; this is noted in your progress file")
     s.set_defaults(run=cmd_solution)
+
+
+def judge(catalog: Catalog, exercise: Exercise, compilers: tuple[str, ...], stages: tuple[int, ...] = ()):
+    """Judges the learner's file and records the verdict with the hash of the file as it was
+    when the judging began: a save during the build makes the verdict stale, never wrong."""
+    file_hash = progress.digest(exercise.exercise_file)
+    # ALLOCLAB_SLOT gives a run build trees of its own (the judge's self-tests use it), so that
+    # it never reconfigures the trees the learner's edit loop keeps warm.
+    verdict = verify.judge(catalog, exercise, build.Impl("exercises"), compilers, stages,
+                           slot=os.environ.get("ALLOCLAB_SLOT", ""))
+    progress.record_verdict(exercise, verdict, file_hash)
+    return verdict
 
 
 def _git(*argv: str) -> str | None:

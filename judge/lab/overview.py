@@ -1,23 +1,26 @@
 """The learner's progress over the whole kit, as `list` prints it and `watch` shows it: each
-exercise passed (✓), the stage reached, or not started, and an overall progress bar."""
+exercise passed (✓), the stage reached, does not compile, one stage judged alone, or not
+started; the hints taken and the quiz score; an overall progress bar. And the next hint, for
+the first stage that fails."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import progress, ui
-from .catalog import Catalog, Exercise
+from . import course, progress, ui
+from .catalog import Catalog, Exercise, shown
+
+# What the last verdict said, as progress.record wrote it.
+STATES = ("passed", "failing", "does not compile", "stage passed", "stage failed")
 
 
 def state_of(exercise: Exercise, path: Path = progress.STATE) -> tuple[str, int | None]:
-    """("passed" | "failing" | "not started", the first failing stage when failing)."""
+    """(one of STATES or "not started", the stage the state is about: the first failing one, or
+    the one judged alone)."""
     entry = progress.status(exercise, path)
-    status = entry.get("status")
-    if status == "passed":
-        return "passed", None
-    if status == "failing":
-        stage = entry.get("stage")
-        return "failing", stage if isinstance(stage, int) else None
-    return "not started", None
+    status, stage = entry.get("status"), entry.get("stage")
+    if status not in STATES:
+        return "not started", None
+    return status, stage if isinstance(stage, int) and 1 <= stage <= len(exercise.stages) else None
 
 
 def passed_count(catalog: Catalog, path: Path = progress.STATE) -> int:
@@ -27,12 +30,30 @@ def passed_count(catalog: Catalog, path: Path = progress.STATE) -> int:
 def status_text(exercise: Exercise, path: Path = progress.STATE, colour: bool = True) -> str:
     state, stage = state_of(exercise, path)
     paint = ui.paint if colour else (lambda text, _: text)
+    of = f"{stage} of {len(exercise.stages)}"
     if state == "passed":
         return paint(f"{ui.OK} passed", "green")
-    if state == "failing":
-        return paint(f"{ui.FAIL} at stage {stage} of {len(exercise.stages)}" if stage else f"{ui.FAIL} failing",
-                     "yellow")
-    return "not started"
+    text = {
+        "failing": f"{ui.FAIL} at stage {of}" if stage else f"{ui.FAIL} failing",
+        "does not compile": f"{ui.FAIL} does not compile",
+        "stage passed": f"stage {of} passes, the others not judged",
+        "stage failed": f"{ui.FAIL} stage {of} fails, the others not judged",
+    }.get(state, "not started")
+    if progress.status(exercise, path).get("passed_once"):
+        text += " (passed once)"
+    return text if state == "not started" else paint(text, "yellow")
+
+
+def extras(exercise: Exercise, path: Path = progress.STATE) -> str:
+    """The hints taken and the quiz score, in a few words; empty when there is neither."""
+    parts = []
+    taken = progress.hints_taken(exercise, path)
+    if taken:
+        parts.append("hints taken: " + ", ".join(f"{n} for stage {s}" for s, n in sorted(taken.items())))
+    quiz = progress.status(exercise, path).get("quiz")
+    if isinstance(quiz, dict) and isinstance(quiz.get("right"), int) and isinstance(quiz.get("of"), int):
+        parts.append(f"quiz: {quiz['right']} of {quiz['of']} right")
+    return " · ".join(parts)
 
 
 def render(catalog: Catalog, path: Path = progress.STATE) -> str:
@@ -41,6 +62,9 @@ def render(catalog: Catalog, path: Path = progress.STATE) -> str:
     for ex in catalog.exercises:
         lines.append(f"{ex.id:02d}  {ex.title:<{width}} {ex.difficulty:<7} {status_text(ex, path)}")
         lines.append(ui.paint(f"    {ex.summary}", "dim"))
+        more = extras(ex, path)
+        if more:
+            lines.append(f"    {more}")
     lines.append("")
     lines.append(f"Progress {ui.bar(passed_count(catalog, path), len(catalog.exercises))}")
     return "\n".join(lines)
@@ -51,22 +75,44 @@ def summary(catalog: Catalog, path: Path = progress.STATE) -> str:
     parts = []
     for ex in catalog.exercises:
         state, stage = state_of(ex, path)
-        if state == "passed":
-            parts.append(f"{ex.id:02d} {ui.OK}")
-        elif state == "failing":
-            parts.append(f"{ex.id:02d} stage {stage}/{len(ex.stages)}" if stage else f"{ex.id:02d} {ui.FAIL}")
-        else:
-            parts.append(f"{ex.id:02d} ·")
+        word = {
+            "passed": ui.OK,
+            "failing": f"stage {stage}/{len(ex.stages)}" if stage else ui.FAIL,
+            "does not compile": f"{ui.FAIL} compile",
+            "stage passed": f"stage {stage} {ui.OK}",
+            "stage failed": f"stage {stage} {ui.FAIL}",
+        }.get(state, "·")
+        parts.append(f"{ex.id:02d} {word}")
     return f"{ui.bar(passed_count(catalog, path), len(catalog.exercises), width=12)}  " + "  ".join(parts)
 
 
 def next_hint(exercise: Exercise, path: Path = progress.STATE) -> str:
-    """The next hint, with its number, as `hint` prints it and `watch` shows it for `h`."""
-    hint = progress.next_hint(exercise, path)
-    if hint is None:
-        return (f"You have seen all {len(exercise.hints)} hints for exercise {exercise.id:02d}. The chapter, "
-                f"chapters/{exercise.name}.md, explains the design and its pitfalls; `judge.py test {exercise.id} -v` "
-                "shows every message.")
-    number, text = hint
-    heading = f"Hint {number} of {len(exercise.hints)} for exercise {exercise.id:02d} ({exercise.title}):"
-    return ui.paint(heading, "bold") + "\n" + text
+    """The next hint of the first stage that fails, by the last verdict in the progress file,
+    as `hint` prints it and `watch` shows it for `h`. The caller makes sure that verdict
+    describes the file as it is (`hint` judges it again when it does not)."""
+    state, stage = state_of(exercise, path)
+    if state == "passed":
+        return (ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes every stage: no hint needed.", "green") +
+                f" Now read {course.after_you_pass(exercise)}: the mistakes the tests catch and the decisions the "
+                "reference makes.")
+    if state == "does not compile":
+        return (f"{ui.FAIL} Your {exercise.header} does not compile, and no hint is about the compiler: fix the "
+                f"first error that `python3 judge/judge.py test {exercise.id}` shows, then ask again.")
+    number = stage if state == "failing" and stage else 1
+    current = exercise.stages[number - 1]
+    if not current.hints:
+        return f"Stage {number} ({current.title}) has no hints; {shown(exercise.chapter)} explains it."
+    which, new = progress.take_hint(exercise, number, path)
+    hint = current.hints[which - 1]
+    total = len(current.hints)
+    lines = [ui.paint(f"Stage {number} ({current.title}) is the first stage that fails." if state == "failing"
+                      else f"Stage {number} ({current.title}):", "dim")]
+    if not new:
+        lines.append(f"You have seen all {total} hints for stage {number}. The last one again:")
+    lines.append(ui.paint(f"Hint {which} of {total} for stage {number} ({hint.level}):", "bold") + " " + hint.text)
+    if not new:
+        lines.append(f'Still stuck? The part "The task" of {shown(exercise.chapter)} states the contract, and '
+                     f"`python3 judge/judge.py test {exercise.id} -v` shows every message.")
+    elif which == total:
+        lines.append(ui.paint(f"That was the last hint for stage {number}.", "dim"))
+    return "\n".join(lines)

@@ -1,7 +1,12 @@
 """The learner's progress: a small JSON file in the working tree (git ignores it), written
-atomically so that a judge stopped half-way never leaves it corrupt."""
+atomically so that a judge stopped half-way never leaves it corrupt.
+
+Per exercise it keeps the last verdict on the learner's file (with the file's content hash, so
+that `hint` can tell whether it still describes the file), whether the file ever passed, the
+hints taken per stage and the last quiz score."""
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -10,6 +15,7 @@ from .catalog import ROOT, Exercise
 from .files import write_atomically
 
 STATE = ROOT / ".alloclab" / "progress.json"
+_VERDICT_KEYS = ("status", "stage", "when", "hash")
 
 
 def load(path: Path = STATE) -> dict:
@@ -24,23 +30,70 @@ def save(data: dict, path: Path = STATE) -> None:
     write_atomically(path, json.dumps(data, indent=2, sort_keys=True).encode("utf-8"))
 
 
-def record(exercise: Exercise, passed: bool, failing_stage: int | None, path: Path = STATE) -> None:
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _update(exercise: Exercise, path: Path, change) -> None:
     data = load(path)
-    entry = data.setdefault("exercises", {}).setdefault(exercise.name, {})
-    entry.update(status="passed" if passed else "failing", stage=failing_stage, when=time.strftime("%Y-%m-%dT%H:%M:%S"))
-    if passed:
-        entry["passed_once"] = True  # survives a reset: the reference stays unlocked
+    exercises = data.get("exercises")
+    if not isinstance(exercises, dict):
+        exercises = data["exercises"] = {}
+    entry = exercises.get(exercise.name)
+    if not isinstance(entry, dict):
+        entry = exercises[exercise.name] = {}
+    change(entry)
     save(data, path)
+
+
+def digest(file: Path) -> str | None:
+    """The content hash a verdict is recorded with; None when the file cannot be read."""
+    try:
+        return hashlib.sha256(file.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def record(exercise: Exercise, passed: bool, failing_stage: int | None, path: Path = STATE, *,
+           only_stage: int | None = None, compiles: bool = True, file_hash: str | None = None) -> None:
+    """Records a verdict on the learner's file. `only_stage`: the run judged that stage alone,
+    so it says nothing about the exercise as a whole and never counts as a pass."""
+    if not compiles:
+        status, stage = "does not compile", None
+    elif only_stage is not None:
+        status, stage = ("stage passed" if passed else "stage failed"), only_stage
+    else:
+        status, stage = ("passed" if passed else "failing"), failing_stage
+
+    def change(entry: dict) -> None:
+        for key in _VERDICT_KEYS:
+            entry.pop(key, None)
+        entry.update(status=status, stage=stage, when=_now())
+        if file_hash:
+            entry["hash"] = file_hash
+        if status == "passed":
+            entry["passed_once"] = True  # survives a reset and a later edit: the reference stays unlocked
+    _update(exercise, path, change)
+
+
+def record_verdict(exercise: Exercise, verdict, file_hash: str | None, path: Path = STATE) -> None:
+    """Records a verify.Verdict on the learner's file; a run of fewer stages than the exercise
+    has (`test N --stage K`) is recorded as the stage it judged."""
+    judged = sorted({s.number for c in verdict.configs for s in c.stages})
+    only = None
+    if judged and judged != [s.number for s in exercise.stages]:
+        only = verdict.first_failing_stage() or judged[-1]
+    record(exercise, verdict.passed, verdict.first_failing_stage(), path, only_stage=only,
+           compiles=all(c.build.ok for c in verdict.configs), file_hash=file_hash)
 
 
 def restart(exercise: Exercise, path: Path = STATE) -> None:
     """After a reset the file is the skeleton again: the exercise shows as not started, and
-    what the learner earned (hints seen, a pass) is kept."""
-    data = load(path)
-    entry = data.setdefault("exercises", {}).setdefault(exercise.name, {})
-    for key in ("status", "stage", "when"):
-        entry.pop(key, None)
-    save(data, path)
+    what the learner earned (hints seen, a pass, a quiz score) is kept."""
+    def change(entry: dict) -> None:
+        for key in _VERDICT_KEYS:
+            entry.pop(key, None)
+    _update(exercise, path, change)
 
 
 def has_passed(exercise: Exercise, path: Path = STATE) -> bool:
@@ -48,23 +101,47 @@ def has_passed(exercise: Exercise, path: Path = STATE) -> bool:
     return entry.get("status") == "passed" or bool(entry.get("passed_once"))
 
 
+def is_fresh(exercise: Exercise, path: Path = STATE, file: Path | None = None) -> bool:
+    """Whether the last verdict judged every stage of the file as it is now."""
+    entry = status(exercise, path)
+    current = digest(file or exercise.exercise_file)
+    return (entry.get("status") in ("passed", "failing", "does not compile") and current is not None
+            and entry.get("hash") == current)
+
+
 def note(exercise: Exercise, key: str, value, path: Path = STATE) -> None:
-    data = load(path)
-    data.setdefault("exercises", {}).setdefault(exercise.name, {})[key] = value
-    save(data, path)
+    _update(exercise, path, lambda entry: entry.__setitem__(key, value))
 
 
 def status(exercise: Exercise, path: Path = STATE) -> dict:
-    return load(path).get("exercises", {}).get(exercise.name, {})
+    exercises = load(path).get("exercises")
+    entry = exercises.get(exercise.name) if isinstance(exercises, dict) else None
+    return entry if isinstance(entry, dict) else {}
 
 
-def next_hint(exercise: Exercise, path: Path = STATE) -> tuple[int, str] | None:
-    """The next hint not yet shown (1-based), or None when all have been shown."""
-    data = load(path)
-    entry = data.setdefault("exercises", {}).setdefault(exercise.name, {})
-    shown = int(entry.get("hints_shown", 0))
-    if shown >= len(exercise.hints):
-        return None
-    entry["hints_shown"] = shown + 1
-    save(data, path)
-    return shown + 1, exercise.hints[shown]
+def hints_taken(exercise: Exercise, path: Path = STATE) -> dict[int, int]:
+    """How many hints of each stage the learner has taken, by stage number."""
+    taken = status(exercise, path).get("hints")
+    if not isinstance(taken, dict):
+        return {}
+    return {int(k): v for k, v in taken.items() if str(k).isdigit() and isinstance(v, int) and v > 0}
+
+
+def take_hint(exercise: Exercise, stage: int, path: Path = STATE) -> tuple[int, bool]:
+    """The number (1-based) of the hint of `stage` to show next, and whether it is new: once
+    every hint of the stage has been shown, the last one, not new."""
+    count = len(exercise.stages[stage - 1].hints)
+    taken = hints_taken(exercise, path).get(stage, 0)
+    if taken >= count:
+        return count, False
+
+    def change(entry: dict) -> None:
+        hints = entry.get("hints") if isinstance(entry.get("hints"), dict) else {}
+        hints[str(stage)] = taken + 1
+        entry["hints"] = hints
+    _update(exercise, path, change)
+    return taken + 1, True
+
+
+def record_quiz(exercise: Exercise, right: int, of: int, path: Path = STATE) -> None:
+    _update(exercise, path, lambda entry: entry.__setitem__("quiz", {"right": right, "of": of, "when": _now()}))

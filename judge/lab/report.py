@@ -80,9 +80,24 @@ def _where(diagnostic: dict) -> str:
 
 def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:
     again = f"`{command}`" if command else "the judge"
+    judged = sorted({s.number for c in verdict.configs for s in c.stages})
+    unjudged = [s.number for s in exercise.stages if s.number not in judged]
+    not_judged = f"; {_stages(unjudged)} not judged" if unjudged else ""
     if verdict.passed:
-        return ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes every stage", "green") + \
-            f" ({sum(len(s.tests) for c in verdict.configs for s in c.stages)} test runs, {verdict.seconds:.1f} s)."
+        tests = len({t.name for c in verdict.configs for s in c.stages for t in s.tests})
+        builds = f" in {len(verdict.configs)} builds" if len(verdict.configs) > 1 else ""
+        counted = f" ({tests} test{'s' if tests != 1 else ''}{builds}, {verdict.seconds:.1f} s)."
+        if unjudged:
+            return (ui.paint(f"{ui.OK} {_stages(judged).capitalize()} {'passes' if len(judged) == 1 else 'pass'}",
+                             "green") + not_judged + counted +
+                    f"\n  `python3 judge/judge.py test {exercise.id}` judges every stage.")
+        passed = ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes every stage", "green") + counted
+        if verdict.implementation != "exercises":
+            return passed
+        from .course import after_you_pass
+        return (passed + f"\n  Now read {after_you_pass(exercise)}: the mistakes the tests catch and the "
+                f"decisions the reference makes. Then `python3 judge/judge.py bench {exercise.id}` and "
+                f"`python3 judge/judge.py quiz {exercise.id}`.")
     if verdict.tampering:
         return ui.paint(f"{ui.FAIL} Not passed: leave the test framework's macros alone.", "red")
     if any(not c.build.ok for c in verdict.configs):
@@ -91,7 +106,19 @@ def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:
     stage = next(s for c in verdict.configs for s in c.stages if s.number == stage_no and s.status != "passed")
     failing = len(stage.tests) - stage.passed_count
     what = f"{failing} of {len(stage.tests)} tests fail" if failing else "the stage has problems listed above"
-    return (ui.paint(f"{ui.FAIL} Not passed yet: stage {stage.number} ({stage.title}): {what}.", "red") +
-            f" Fix the first {ui.FAIL} above and run {again} again.\n"
+    return (ui.paint(f"{ui.FAIL} Not passed yet: stage {stage.number} ({stage.title}): {what}", "red") +
+            not_judged + f". Fix the first {ui.FAIL} above and run {again} again.\n"
             f"  Stuck? `python3 judge/judge.py hint {exercise.id}` gives the next hint; "
             f"the chapter is chapters/{exercise.name}.md.")
+
+
+def _stages(numbers: list[int]) -> str:
+    """`stage 2`, `stages 2-4`, `stages 1, 3-4`: stage numbers as a reader counts them."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    spans = [f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs]
+    return ("stage " if len(numbers) == 1 else "stages ") + ", ".join(spans)

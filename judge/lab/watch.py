@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import build, overview, progress, report, ui, verify
+from . import build, learner, overview, progress, report, ui
 from .catalog import Catalog, Exercise, shown
 
 KEYS = "h hint · l list · r run · q quit"
@@ -41,8 +41,7 @@ def run(args, catalog: Catalog) -> int:
         return 0
 
     def judge(exercise: Exercise) -> bool:
-        verdict = verify.judge(catalog, exercise, build.Impl("exercises"), compilers)
-        progress.record(exercise, verdict.passed, verdict.first_failing_stage())
+        verdict = learner.judge(catalog, exercise, compilers)
         print(report.render(verdict, exercise), flush=True)
         return verdict.passed
 
@@ -136,9 +135,7 @@ class Watcher:
 
     def status(self, exercise: Exercise) -> None:
         path = self.file_of(exercise)
-        state, stage = overview.state_of(exercise, self.state)
-        where = {"passed": "passes", "not started": "not judged yet"}.get(state) or \
-            (f"stage {stage} of {len(exercise.stages)}" if stage else "failing")
+        where = overview.status_text(exercise, self.state, colour=False)
         summary = overview.summary(self.catalog, self.state)
         if self.keys.interactive:
             # The keys come before the overview: on a narrow terminal the line's end is cut off.

@@ -20,16 +20,16 @@ import unittest
 from pathlib import Path
 
 from lab import progress
-from lab.catalog import ROOT, Catalog, Exercise, Stage
+from lab.catalog import ROOT, Catalog, Exercise, Hint, Stage
 from lab.watch import Keys, Watcher, first_unpassed
 
 PY = sys.executable
 
 
 def fake_exercise(number: int) -> Exercise:
+    hints = tuple(Hint(level, f"{level} hint of {number}") for level in ("concept", "approach", "code"))
     return Exercise(number, f"ex{number}", f"Exercise {number}", "", "easy", f"ex{number}.hpp", ("asan",),
-                    (f"hint one of {number}", f"hint two of {number}"),
-                    (Stage(1, "S1", "one", "", ("asan",)), Stage(2, "S2", "two", "", ("asan",))))
+                    (Stage(1, "S1", "one", "", ("asan",), hints), Stage(2, "S2", "two", "", ("asan",), hints)))
 
 
 class FakeKit:
@@ -194,9 +194,11 @@ class WatchKeys(unittest.TestCase):
             self.assertFalse(attrs[3] & termios.ICANON, "while waiting, keys are read one by one (no Enter)")
             self.assertFalse(attrs[3] & termios.ECHO, "and not echoed")
             os.write(master, b"h")
-            self.assertTrue(self.read_until(master, out, "hint one of 1"), "h shows the next hint")
+            self.assertTrue(self.read_until(master, out, "Hint 1 of 3 for stage 1 (concept): concept hint of 1"),
+                            "h shows the first hint of the failing stage")
             os.write(master, b"h")
-            self.assertTrue(self.read_until(master, out, "hint two of 1"), "h again shows the one after")
+            self.assertTrue(self.read_until(master, out, "Hint 2 of 3 for stage 1 (approach)"),
+                            "h again shows the one after")
             os.write(master, b"l")
             self.assertTrue(self.read_until(master, out, "Exercise 2 "), "l shows the list")
             self.assertTrue(self.read_until(master, out, "\nProgress ["), "with the overall progress bar")
