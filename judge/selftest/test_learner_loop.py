@@ -320,6 +320,82 @@ class ResetAndSolution(unittest.TestCase):
         self.assertIn("Progress [", lines[-1])
 
 
+class CourseCommands(unittest.TestCase):
+    """`quiz` through a pipe, and `hint` and `test --stage` as a learner meets them, in a clone."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.kit = clone_kit(Path(cls.tmp.name))
+        cls.state = cls.kit / ".alloclab" / "progress.json"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_quiz_through_a_pipe(self):
+        quiz_file = self.kit / "chapters" / "01-arena.quiz.toml"
+        shutil.copy(Path(__file__).parent / "fixtures" / "sample.quiz.toml", quiz_file)
+        done = judge_cli(self.kit, "quiz", "1", input="2\nb\n2\n3000\n500\n")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("Your answer (1-3): b\nType the number of a choice", done.stdout)
+        self.assertIn("Score: 3 of 4 right.", done.stdout)
+        self.assertIn("quiz: 3 of 4 right", judge_cli(self.kit, "list").stdout, "list shows the score")
+        cut = judge_cli(self.kit, "quiz", "1", input="1\n")
+        self.assertEqual(cut.returncode, 1, "a quiz cut short is not done")
+        self.assertIn("Stopped at question 2 of 4; nothing is recorded.", cut.stdout)
+        closed = judge_cli(self.kit, "quiz", "1", stdin=subprocess.DEVNULL)
+        self.assertEqual(closed.returncode, 1)
+        for proc in (cut, closed):
+            self.assertNotIn("Traceback", proc.stdout + proc.stderr)
+        self.assertIn("quiz: 3 of 4 right", judge_cli(self.kit, "list").stdout, "the last full score stays")
+        quiz_file.unlink()
+        missing = judge_cli(self.kit, "quiz", "1", input="")
+        self.assertEqual(missing.returncode, 2)
+        self.assertIn("chapter 1 has no quiz yet: chapters/01-arena.quiz.toml does not exist", missing.stderr)
+
+    def test_hint_and_stage_runs_follow_the_learner(self):
+        if not all(shutil.which(t) for t in ("clang++", "cmake", "ninja")):
+            self.skipTest("toolchain not installed")
+        from lab import mistakes
+        from lab.catalog import load
+        arena = load(self.kit / "judge" / "catalog.toml").resolve("1")
+        self.state.unlink(missing_ok=True)
+        first = judge_cli(self.kit, "hint", "1")
+        self.assertEqual(first.returncode, 0, first.stdout + first.stderr)
+        self.assertIn("Judging arena.hpp to find the first stage that fails", first.stdout,
+                      "with no verdict on the file, hint judges it first")
+        self.assertIn("Hint 1 of", first.stdout)
+        hint = first.stdout.split("for stage 1 (concept):", 1)
+        self.assertEqual(len(hint), 2, "on an untouched clone, the first hint is stage 1's concept:\n" + first.stdout)
+        self.assertNotIn("`", hint[1], "a concept hint shows no code")
+        second = judge_cli(self.kit, "hint", "1")
+        self.assertNotIn("Judging", second.stdout, "the file has not changed: the last verdict holds")
+        self.assertIn("for stage 1 (approach):", second.stdout)
+
+        # A header that passes stages 1-3: the reference with a mistake only stage 4 catches.
+        header = self.kit / "exercises" / "01-arena" / "arena.hpp"
+        mistake = next(m for m in mistakes.mistakes(arena) if all(t.startswith("ArenaAsan.") for t in m.caught_by))
+        header.write_text(mistakes.apply((self.kit / "solutions" / "01-arena" / "arena.hpp").read_text(),
+                                         mistake.path.read_text()))
+        third = judge_cli(self.kit, "hint", "1")
+        self.assertIn("Judging", third.stdout, "an edit makes the last verdict stale")
+        self.assertIn("Hint 1 of", third.stdout)
+        self.assertIn("for stage 4 (concept):", third.stdout, third.stdout)
+
+        staged = judge_cli(self.kit, "test", "1", "--stage", "1")
+        self.assertEqual(staged.returncode, 0, "the exit status is for what ran:\n" + staged.stdout)
+        self.assertIn("Stage 1 passes; stages 2-4 not judged", staged.stdout)
+        self.assertNotIn("passes every stage", staged.stdout)
+        listing = judge_cli(self.kit, "list").stdout.splitlines()[0]
+        self.assertIn("stage 1 of 4 passes, the others not judged", listing)
+        self.assertNotIn("✓ passed", listing)
+
+        header.write_text(header.read_text() + "\nthis does not compile\n")
+        judge_cli(self.kit, "test", "1")
+        self.assertIn("does not compile", judge_cli(self.kit, "list").stdout.splitlines()[0])
+
+
 class WatchEndToEnd(unittest.TestCase):
     """As a new learner would: `watch` judges exercise 01, the learner saves a working arena,
     and watch, untouched, judges it, says it passes and moves on to exercise 02."""
