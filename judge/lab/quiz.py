@@ -167,24 +167,27 @@ class Asker:
             self.echo = True
         self.width = min(shutil.get_terminal_size((88, 24)).columns, 100) - 2
 
-    def say(self, text: str = "", indent: str = "") -> None:
-        paragraphs = text.split("\n") if text else [""]
-        for paragraph in paragraphs:
-            print(textwrap.fill(paragraph, self.width, initial_indent=indent, subsequent_indent=indent) or "",
-                  file=self.stdout)
-        self.stdout.flush()
+    def say(self, text: str = "", colour: str | None = None, lead: str = "", lead_colour: str = "",
+            indent: tuple[str, str] = ("", "")) -> None:
+        """Prints `text` wrapped to the terminal, painted after the wrapping (colour codes have no
+        width); `lead` starts the first line in a colour of its own."""
+        wrapped = textwrap.fill(f"{lead} {text}" if lead else text, self.width, initial_indent=indent[0],
+                                subsequent_indent=indent[1]) if text or lead else ""
+        if lead and wrapped.startswith(lead):
+            wrapped = ui.paint(lead, lead_colour) + wrapped[len(lead):]
+        print(ui.paint(wrapped, colour) if colour else wrapped, file=self.stdout, flush=True)
 
     def ask_all(self, exercise: Exercise, questions: list[Question]) -> int | None:
         """The number of right answers, or None when the learner stopped before the end."""
-        self.say(ui.paint(f"Quiz · chapter {exercise.id} · {exercise.title} ({len(questions)} questions)", "bold"))
-        self.say(ui.paint("Answer with the number of a choice, or with a number. Ctrl-D or Ctrl-C stops.", "dim"))
+        self.say(f"Quiz · chapter {exercise.id} · {exercise.title} ({len(questions)} questions)", "bold")
+        self.say("Answer with the number of a choice, or with a number. Ctrl-D or Ctrl-C stops.", "dim")
         right = 0
         for number, question in enumerate(questions, start=1):
             self.say()
-            self.say(ui.paint(f"Question {number} of {len(questions)}", "cyan"))
+            self.say(f"Question {number} of {len(questions)}", "cyan")
             self.say(question.ask)
             for i, choice in enumerate(question.choices, start=1):
-                self.say(f"{i}. {choice}", indent="  ")
+                self.say(choice, indent=(f"  {i}. ", "     "))
             try:
                 given = self._answer(question)
             except KeyboardInterrupt:
@@ -197,12 +200,12 @@ class Asker:
                 return None
             if question.is_right(given):
                 right += 1
-                self.say(ui.paint(f"{ui.OK} Right.", "green") + " " + question.explain)
+                self.say(question.explain, lead=f"{ui.OK} Right.", lead_colour="green")
             else:
-                self.say(ui.paint(f"{ui.FAIL} Not quite: the answer is {question.right_answer()}.", "red") + " " +
-                         question.explain)
+                self.say(question.explain, lead=f"{ui.FAIL} Not quite: the answer is {question.right_answer()}.",
+                         lead_colour="red")
         self.say()
-        self.say(ui.paint(f"Score: {right} of {len(questions)} right.", "bold"))
+        self.say(f"Score: {right} of {len(questions)} right.", "bold")
         return right
 
     def _answer(self, question: Question) -> float | None:
