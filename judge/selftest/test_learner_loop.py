@@ -194,8 +194,8 @@ class WatchKeys(unittest.TestCase):
             self.assertFalse(attrs[3] & termios.ICANON, "while waiting, keys are read one by one (no Enter)")
             self.assertFalse(attrs[3] & termios.ECHO, "and not echoed")
             os.write(master, b"h")
-            self.assertTrue(self.read_until(master, out, "Hint 1 of 3 for stage 1 (concept): concept hint of 1"),
-                            "h shows the first hint of the failing stage")
+            self.assertTrue(self.read_until(master, out, "concept hint of 1"), "h shows a hint")
+            self.assertIn(b"Hint 1 of 3 for stage 1 (concept):", out, "the first of the failing stage")
             os.write(master, b"h")
             self.assertTrue(self.read_until(master, out, "Hint 2 of 3 for stage 1 (approach)"),
                             "h again shows the one after")
