@@ -36,11 +36,11 @@ def status_text(exercise: Exercise, path: Path = progress.STATE, colour: bool = 
     text = {
         "failing": f"{ui.FAIL} at stage {of}" if stage else f"{ui.FAIL} failing",
         "does not compile": f"{ui.FAIL} does not compile",
-        "stage passed": f"stage {of} passes, the others not judged",
-        "stage failed": f"{ui.FAIL} stage {of} fails, the others not judged",
+        "stage passed": f"stage {of} passes (judged alone)",
+        "stage failed": f"{ui.FAIL} stage {of} fails (judged alone)",
     }.get(state, "not started")
     if progress.status(exercise, path).get("passed_once"):
-        text += " (passed once)"
+        text += " · passed once"
     return text if state == "not started" else paint(text, "yellow")
 
 

@@ -333,10 +333,10 @@ class ProgressAndList(Temp):
         self.assertEqual(self.text(), "✓ passed")
         progress.record_verdict(EXERCISE, verdict({1: "passed"}), "h2", self.state)
         self.assertEqual(self.current(), ("stage passed", 1), "the stale pass is gone")
-        self.assertEqual(self.text(), "stage 1 of 4 passes, the others not judged (passed once)")
+        self.assertEqual(self.text(), "stage 1 of 4 passes (judged alone) · passed once")
         self.assertFalse(progress.is_fresh(EXERCISE, self.state), "a stage run is no verdict on the exercise")
         progress.record_verdict(EXERCISE, verdict({3: "failed"}), "h3", self.state)
-        self.assertEqual(self.text(), "✗ stage 3 of 4 fails, the others not judged (passed once)")
+        self.assertEqual(self.text(), "✗ stage 3 of 4 fails (judged alone) · passed once")
         self.assertEqual(overview.passed_count(Catalog((EXERCISE,)), self.state), 0)
 
     def test_a_compile_error_is_does_not_compile(self):
@@ -348,7 +348,7 @@ class ProgressAndList(Temp):
     def test_passed_once_stays_visible_after_a_later_edit_breaks_it(self):
         progress.record(EXERCISE, True, None, self.state)
         progress.record(EXERCISE, False, 3, self.state)
-        self.assertEqual(self.text(), "✗ at stage 3 of 4 (passed once)")
+        self.assertEqual(self.text(), "✗ at stage 3 of 4 · passed once")
         self.assertTrue(progress.has_passed(EXERCISE, self.state))
 
     def test_list_shows_hints_taken_and_the_quiz(self):

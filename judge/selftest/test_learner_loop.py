@@ -388,7 +388,7 @@ class CourseCommands(unittest.TestCase):
         self.assertIn("Stage 1 passes; stages 2-4 not judged", staged.stdout)
         self.assertNotIn("passes every stage", staged.stdout)
         listing = judge_cli(self.kit, "list").stdout.splitlines()[0]
-        self.assertIn("stage 1 of 4 passes, the others not judged", listing)
+        self.assertIn("stage 1 of 4 passes (judged alone)", listing)
         self.assertNotIn("✓ passed", listing)
 
         header.write_text(header.read_text() + "\nthis does not compile\n")
