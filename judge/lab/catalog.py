@@ -202,7 +202,7 @@ def tests_in_source(exercise: Exercise) -> dict[str, list[str]]:
 
 
 # What a concept hint must not contain: it names the idea, and the code comes two hints later.
-_CODE_RE = re.compile(r"`|->|::|==|!=|&&|\|\||\+\+|\w\(\)")
+_CODE_RE = re.compile(r"`|->|::|==|!=|&&|\|\||\w\(\)")  # not "++": C++ is a word here
 
 
 def hint_problems(hints: tuple[Hint, ...]) -> list[str]:

@@ -119,8 +119,9 @@ class HintRules(unittest.TestCase):
             with self.subTest(text=text):
                 self.assertIn("hint 1 is a concept hint but contains code",
                               self.problems(("concept", text), ("approach", "b"), ("code", "c")))
-        self.assertEqual(self.problems(("concept", "Is it O(1) both ways?"), ("approach", "b"), ("code", "c")), "",
-                         "prose with parentheses is not code")
+        for prose in ("Is it O(1) both ways?", "Which rule of C++ lets the bytes hold an object?"):
+            self.assertEqual(self.problems(("concept", prose), ("approach", "b"), ("code", "c")), "",
+                             "prose with parentheses or C++ is not code")
 
     def test_every_shipped_concept_hint_is_free_of_code(self):
         for exercise in cat.load().exercises:
