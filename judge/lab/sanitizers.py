@@ -5,19 +5,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .catalog import without_root
+from .catalog import ROOT, without_root
 
-# The environment of every instrumented test run. Reports go to stderr without colour;
-# the first error ends the run; an absurd allocation fails like it does without a sanitizer
-# (operator new throws) instead of aborting, up to the catalog's memory limit.
+# The environment of every instrumented test run. The options live in judge/sanitizer_options.env,
+# which ctest reads too (judge/sanitizer_options.cmake), so that both run a test alike.
+OPTIONS_FILE = ROOT / "judge" / "sanitizer_options.env"
+
+
 def environment(memory_mb: int) -> dict[str, str]:
-    common = f"color=never:allocator_may_return_null=1:max_allocation_size_mb={memory_mb}:hard_rss_limit_mb={memory_mb}"
-    return {
-        "ASAN_OPTIONS": f"{common}:detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=1",
-        "UBSAN_OPTIONS": "color=never:print_stacktrace=1:halt_on_error=1",
-        "LSAN_OPTIONS": "color=never",
-        "TSAN_OPTIONS": f"{common}:halt_on_error=1:second_deadlock_stack=1",
-    }
+    env = {}
+    for line in OPTIONS_FILE.read_text(encoding="utf-8").splitlines():
+        name, sep, value = line.partition("=")
+        if sep and not line.startswith("#"):
+            env[name.strip()] = value.strip().replace("@memory_mb@", str(memory_mb))
+    return env
 
 
 @dataclass

@@ -1,7 +1,11 @@
 """Sanitizer reports become one line: the tool, the kind, the access, and the learner's line."""
+import shutil
+import subprocess
+import tomllib
 import unittest
 
 from lab import sanitizers
+from lab.catalog import CATALOG, ROOT
 
 ASAN = """=================================================================
 ==4242==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000014 at pc 0x55 bp 0x7ff sp 0x7ff
@@ -66,6 +70,18 @@ class SummarizeTest(unittest.TestCase):
         env = sanitizers.environment(1234)
         self.assertIn("max_allocation_size_mb=1234", env["ASAN_OPTIONS"])
         self.assertIn("detect_leaks=1", env["ASAN_OPTIONS"])
+
+    @unittest.skipUnless(shutil.which("cmake"), "cmake is not installed")
+    def test_ctest_runs_with_the_judges_options(self):
+        # ctest's environment comes from judge/sanitizer_options.cmake, the judge's from
+        # sanitizers.environment(): both must read the same options and the same memory limit.
+        memory_mb = tomllib.loads(CATALOG.read_text(encoding="utf-8"))["limits"]["memory_mb"]
+        script = ROOT / "judge" / "sanitizer_options.cmake"
+        out = subprocess.run(["cmake", "-P", str(script)], capture_output=True, text=True, check=True)
+        ctest = dict(line.split("=", 1) for line in out.stderr.splitlines() if "=" in line)
+        self.assertEqual(ctest, sanitizers.environment(memory_mb),
+                         "ctest and the judge would run the tests with different sanitizer options")
+        self.assertIn("allocator_may_return_null=1", ctest["ASAN_OPTIONS"])
 
 
 if __name__ == "__main__":
