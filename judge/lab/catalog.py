@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "judge" / "catalog.toml"
 SANITIZERS = ("asan", "tsan")
 DIFFICULTIES = ("easy", "medium", "hard")
+HINT_LEVELS = ("concept", "approach", "code")
 
 # TEST(Suite, Name) and TEST_F(Fixture, Name) as they open a test in a test file.
 _TEST_RE = re.compile(r"^\s*TEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.MULTILINE)
@@ -42,12 +43,19 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Hint:
+    level: str      # one of HINT_LEVELS
+    text: str
+
+
+@dataclass(frozen=True)
 class Stage:
     number: int
     suite: str
     title: str
     goal: str
     sanitizers: tuple[str, ...]
+    hints: tuple[Hint, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,10 @@ class Exercise:
     @property
     def chapter(self) -> Path:
         return ROOT / "chapters" / f"{self.name}.md"
+
+    @property
+    def quiz_file(self) -> Path:
+        return ROOT / "chapters" / f"{self.name}.quiz.toml"
 
     @property
     def tests_dir(self) -> Path:
@@ -138,6 +150,7 @@ def _exercise(raw: dict) -> Exercise:
             title=st.get("title", st["suite"]),
             goal=st.get("goal", ""),
             sanitizers=tuple(st.get("sanitizers", sanitizers)),
+            hints=tuple(Hint(h["level"], h["text"]) for h in st.get("hints", [])),
         )
         for i, st in enumerate(raw.get("stage", []), start=1)
     )
