@@ -89,7 +89,7 @@ class Browser:
         self._next_id = 0
         self._events: list[dict] = []
         try:
-            self.call("Browser.getVersion")
+            self.call("Browser.getVersion", timeout=max(timeout, 30.0))  # a first start is slow on a busy machine
         except BrowserError as err:
             self.close()
             raise BrowserError(f"chromium did not answer: {err}") from None
@@ -242,12 +242,19 @@ class Tab:
             result.problems.append(f"cannot open the page: {navigated['errorText']}")
             return result
 
-        if not browser.wait_until_quiet(self.session, deadline - time.monotonic(), settle):
-            result.problems.append(f"the page did not finish loading within {seconds:.0f} s")
+        finished = browser.wait_until_quiet(self.session, deadline - time.monotonic(), settle)
         events = browser.events(self.session)
         result.problems += _script_errors(events) + _failed_requests(events)
-        inventory = self.call("Runtime.evaluate", {"expression": _INVENTORY, "returnByValue": True, "awaitPromise": True},
-                              timeout=max(deadline - time.monotonic(), 5.0))
+        if not finished:  # its scripts may be stuck, so nothing more can be asked of it
+            result.problems.append(f"the page did not finish loading within {seconds:.0f} s")
+            return result
+        try:
+            inventory = self.call("Runtime.evaluate", {"expression": _INVENTORY, "returnByValue": True,
+                                                       "awaitPromise": True},
+                                  timeout=max(deadline - time.monotonic(), 5.0))
+        except BrowserError as err:
+            result.problems.append(f"the page's scripts do not answer: {err}")
+            return result
         found = inventory.get("result", {}).get("value") or {}
         for image in found.get("images", []):
             if image["url"].startswith("file:"):

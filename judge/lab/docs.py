@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from . import browser, quiz
@@ -28,7 +29,9 @@ _LEVEL_NAMES = {"concept": "the idea", "approach": "the approach", "code": "the 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)\)")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _SOURCES = re.compile(r"generated from the following files?:\s*<ul>(.*?)</ul>", re.S)
+_SVG_OBJECT = re.compile(r'<object type="image/svg\+xml" data="([^"]+)"[^>]*></object>')
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
@@ -70,6 +73,7 @@ def build_docs(catalog: Catalog, maintainer: bool = False, out: Path | None = No
     warnings = result.stderr.text().strip()
     if result.returncode != 0 or warnings:
         return False, warnings or result.stdout.text()[-2000:] or f"doxygen exited with {result.returncode}"
+    _figures_as_images(out / "html")
     leaked = sorted(s for s in documented_sources(out / "html") if s.startswith("solutions/"))
     if leaked and not maintainer:
         return False, f"the learner's site documents the reference solutions: {', '.join(leaked)}"
@@ -86,6 +90,29 @@ def check_in_browser(catalog: Catalog, out: Path = OUT) -> tuple[bool, str]:
     except browser.BrowserError as err:
         return False, f"the browser check could not run: {err}"
     return not problems, "\n".join(problems)
+
+
+def _figures_as_images(html: Path) -> None:
+    """Doxygen embeds an SVG figure as an <object>, which CSS cannot size to the text column and
+    keep in proportion; an <img> it can, and it is how the code host shows the same figure."""
+    def image(m: re.Match) -> str:
+        width = _declared_width(html / m.group(1))
+        return f'<img src="{m.group(1)}" alt=""' + (f' style="width: {width}px"' if width else "") + "/>"
+
+    for page in html.glob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        shown = _SVG_OBJECT.sub(image, text)
+        if shown != text:
+            page.write_text(shown, encoding="utf-8")
+
+
+def _declared_width(svg: Path) -> str:
+    """The width an SVG asks for in pixels; empty when it gives a viewBox only (it then fills the column)."""
+    try:
+        width = ET.parse(svg).getroot().get("width", "")
+    except (OSError, ET.ParseError):
+        return ""
+    return width.removesuffix("px") if re.fullmatch(r"\d+(\.\d+)?(px)?", width) else ""
 
 
 def documented_sources(html: Path) -> set[str]:
@@ -115,7 +142,7 @@ def stage(catalog: Catalog, src: Path, maintainer: bool) -> list[Path]:
             text = with_help(text, chapters[page])
         staged = src / page
         staged.parent.mkdir(parents=True, exist_ok=True)
-        staged.write_text(rewrite_links(text, page, set(pages)), encoding="utf-8")
+        staged.write_text(for_doxygen(text, page, set(pages)), encoding="utf-8")
         inputs.append(staged)
     headers = [ex.solution_file if maintainer else ex.exercise_file for ex in catalog.exercises]
     return inputs + headers
@@ -147,23 +174,38 @@ def _outside_code(text: str, change) -> str:
     return "".join(lines)
 
 
-def rewrite_links(text: str, page: str, site: set[str]) -> str:
-    """A page's Markdown links, as the site needs them: a link to another page stays (with an anchor,
-    it becomes a reference to that anchor's label), a link to any other file of the kit becomes its
-    path in plain text, since the site holds no such file. Web links and images are left alone."""
-    def link(m: re.Match) -> str:
-        label, target = m.groups()
-        if _SCHEME.match(target) or target.startswith(("#", "@")):
-            return m.group(0)
-        path, _, anchor = target.partition("#")
-        rel = os.path.normpath(os.path.join(os.path.dirname(page), path)).replace(os.sep, "/")
-        if rel in site:
-            return f"[{label}](@ref {anchor})" if anchor else m.group(0)
-        if (ROOT / rel).exists():
-            return f"`{rel}`" if label.strip("`") == rel else f"{label} (`{rel}`)"
-        return m.group(0)  # a link to nothing: the browser check names it
+def for_doxygen(text: str, page: str, site: set[str]) -> str:
+    """A page's Markdown as Doxygen 1.9 needs it to render what the code host renders.
 
-    return _outside_code(text, lambda line: _LINK.sub(link, line))
+    A link to another page of the site stays (with an anchor, it becomes a reference to that
+    anchor's label); a link to any other file of the kit becomes its path in plain text, since the
+    site holds no such file; web links and images are left alone. Bold text becomes <b>, because
+    Doxygen shows the stars of a `**` that opens on a code span."""
+    def line(text: str) -> str:
+        spans: list[str] = []
+
+        def hide(m: re.Match) -> str:
+            spans.append(m.group(0))
+            return f"\0{len(spans) - 1}\0"
+
+        def shown(hidden: str) -> str:
+            return re.sub(r"\0(\d+)\0", lambda m: spans[int(m.group(1))], hidden)
+
+        def link(m: re.Match) -> str:
+            label, target = shown(m.group(1)), m.group(2)
+            if _SCHEME.match(target) or target.startswith(("#", "@")):
+                return m.group(0)
+            path, _, anchor = target.partition("#")
+            rel = os.path.normpath(os.path.join(os.path.dirname(page), path)).replace(os.sep, "/")
+            if rel in site:
+                return f"[{label}](@ref {anchor})" if anchor else m.group(0)
+            if (ROOT / rel).exists():
+                return f"`{rel}`" if label.strip("`") == rel else f"{label} (`{rel}`)"
+            return m.group(0)  # a link to nothing: the browser check names it
+
+        return shown(_LINK.sub(link, _BOLD.sub(r"<b>\1</b>", _CODE_SPAN.sub(hide, text))))
+
+    return _outside_code(text, line)
 
 
 def with_help(text: str, exercise: Exercise) -> str:
