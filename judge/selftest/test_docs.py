@@ -1,13 +1,14 @@
 """The learner's site: chapters get their hints and quiz folded in at the right place, links and bold
 text come out as Doxygen needs them, figures are sized images, and the reference solutions stay out."""
 import dataclasses
+import io
 import tempfile
 import unittest
 from pathlib import Path
 from unittest import mock
 
 from lab import catalog as cat
-from lab import docs
+from lab import docs, doctor
 
 CHAPTER = """# Chapter 1 — The arena {#ch01}
 
@@ -157,6 +158,21 @@ class BuildTest(unittest.TestCase):
             for ex in catalog.exercises:
                 self.assertTrue((html / f"ch{ex.id:02d}.html").is_file(), f"chapter {ex.id} has its page")
             self.assertTrue((html / "doxygen-awesome.css").is_file(), "the theme is in the site")
+
+
+class DoctorTest(unittest.TestCase):
+    def test_the_docs_tools_are_checked_and_their_packages_named(self):
+        with mock.patch.object(doctor, "_compiles", return_value=True):  # no compiler runs
+            packages = {package for _, package, _ in doctor.checks()}
+        self.assertTrue({"doxygen", "doxygen-awesome-css", "chromium"} <= packages)
+
+    def test_what_is_missing_is_one_apt_get_line(self):
+        fake = [("Doxygen", "doxygen", True), ("The docs' theme", "doxygen-awesome-css", False),
+                ("Chromium", "chromium", False)]
+        with mock.patch.object(doctor, "checks", return_value=fake), \
+                mock.patch("sys.stdout", new_callable=io.StringIO) as out:
+            self.assertEqual(doctor.run(None, None), 2)
+        self.assertIn("sudo apt-get update && sudo apt-get install -y doxygen-awesome-css chromium", out.getvalue())
 
 
 if __name__ == "__main__":
