@@ -59,7 +59,7 @@ class Load:
 class Browser:
     """One headless chromium, killed with its whole process group on close()."""
 
-    def __init__(self, timeout: float = 20.0):
+    def __init__(self, timeout: float = 60.0):
         path = executable()
         if not path:
             raise BrowserError("chromium is not installed: sudo apt-get install chromium")
@@ -89,7 +89,7 @@ class Browser:
         self._next_id = 0
         self._events: list[dict] = []
         try:
-            self.call("Browser.getVersion", timeout=max(timeout, 30.0))  # a first start is slow on a busy machine
+            self.call("Browser.getVersion", timeout=timeout)
         except BrowserError as err:
             self.close()
             raise BrowserError(f"chromium did not answer: {err}") from None
@@ -175,8 +175,9 @@ class Browser:
         return replies
 
     def wait_until_quiet(self, session: str, seconds: float, settle: float) -> bool:
-        """Reads events until the page has fired its load event and then neither started a request
-        nor sent an event for `settle` seconds. False when `seconds` pass first."""
+        """Reads events until the page has fired its load event and then sent no event for `settle`
+        seconds with no request in flight, or for a second whatever the requests (one served from
+        the memory cache may never say it finished). False when `seconds` pass first."""
         deadline = time.monotonic() + seconds
         seen, quiet_since = -1, time.monotonic()
         while True:
@@ -185,7 +186,8 @@ class Browser:
             if len(events) != seen:
                 seen, quiet_since = len(events), now
             loaded = any(e["method"] == "Page.loadEventFired" for e in events)
-            if loaded and not _pending(events) and now - quiet_since >= settle:
+            quiet = now - quiet_since
+            if loaded and (quiet >= 1.0 or (quiet >= settle and not _pending(events))):
                 return True
             if now >= deadline:
                 return False
@@ -230,7 +232,7 @@ class Tab:
         self.call("Emulation.setEmulatedMedia",
                   {"features": [{"name": "prefers-color-scheme", "value": "dark" if on else "light"}]})
 
-    def load(self, url: str, seconds: float = 30.0, settle: float = 0.15) -> Load:
+    def load(self, url: str, seconds: float = 60.0, settle: float = 0.15) -> Load:
         """Opens url and waits for its load event and then for the network to be quiet for `settle`
         seconds; reports every failed request, script error and broken image on the way."""
         browser = self.browser
@@ -332,7 +334,7 @@ def _anchors_in(path: Path) -> set[str]:
 
 
 def check_site(root: Path, browser: Browser | None = None, screenshot: tuple[str, Path] | None = None,
-               page_seconds: float = 30.0) -> list[str]:
+               page_seconds: float = 60.0) -> list[str]:
     """Loads every HTML page under root and returns what is broken, one line per problem, each
     naming its page. `screenshot` = (page, png) also keeps a picture of that page."""
     root = root.resolve()
@@ -353,17 +355,25 @@ def check_site(root: Path, browser: Browser | None = None, screenshot: tuple[str
     finally:
         if own:
             browser.close()
+    anchors: dict[Path, set[str]] = {}
+
+    def anchors_of(page: Path) -> set[str]:
+        # What the page's HTML declares, and what its scripts added when it loaded.
+        if page not in anchors:
+            anchors[page] = _anchors_in(page) | (loads[page].anchors if page in loads else set())
+        return anchors[page]
+
     problems = []
     for page, found in loads.items():
         name = page.relative_to(root).as_posix()
         mine = list(found.problems)
         for url in dict.fromkeys(found.links + found.local_images):
-            mine += _broken(url, root, loads)
+            mine += _broken(url, root, anchors_of)
         problems += [f"{name}: {p}" for p in dict.fromkeys(mine)]
     return problems
 
 
-def _broken(url: str, root: Path, loads: dict[Path, Load]) -> list[str]:
+def _broken(url: str, root: Path, anchors_of) -> list[str]:
     local = _local(url)
     if local is None:
         return []  # the web and javascript: links are not this check's business
@@ -374,8 +384,7 @@ def _broken(url: str, root: Path, loads: dict[Path, Load]) -> list[str]:
     if not path.exists():
         return [f"a link to {shown}, which does not exist"]
     if fragment and path.suffix == ".html":
-        anchors = loads[path].anchors if path in loads else _anchors_in(path)
-        if fragment not in anchors:
+        if fragment not in anchors_of(path):
             return [f"a link to {shown}#{fragment}, an anchor that page does not have"]
     return []
 

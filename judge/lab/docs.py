@@ -8,6 +8,7 @@ hints and quiz added and with its links to files that are not pages of the site 
 plain paths, so the site never links into the repository."""
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
@@ -29,6 +30,7 @@ _LEVEL_NAMES = {"concept": "the idea", "approach": "the approach", "code": "the 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)\)")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+_GLOBAL_NAME = re.compile(r"(?<![\w>)\]])::\w")
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _SOURCES = re.compile(r"generated from the following files?:\s*<ul>(.*?)</ul>", re.S)
 _SVG_OBJECT = re.compile(r'<object type="image/svg\+xml" data="([^"]+)"[^>]*></object>')
@@ -92,14 +94,14 @@ def check_in_browser(catalog: Catalog, out: Path = OUT) -> tuple[bool, str]:
     return not problems, "\n".join(problems)
 
 
-def _figures_as_images(html: Path) -> None:
+def _figures_as_images(site: Path) -> None:
     """Doxygen embeds an SVG figure as an <object>, which CSS cannot size to the text column and
     keep in proportion; an <img> it can, and it is how the code host shows the same figure."""
     def image(m: re.Match) -> str:
-        width = _declared_width(html / m.group(1))
+        width = _declared_width(site / m.group(1))
         return f'<img src="{m.group(1)}" alt=""' + (f' style="width: {width}px"' if width else "") + "/>"
 
-    for page in html.glob("*.html"):
+    for page in site.glob("*.html"):
         text = page.read_text(encoding="utf-8")
         shown = _SVG_OBJECT.sub(image, text)
         if shown != text:
@@ -115,11 +117,11 @@ def _declared_width(svg: Path) -> str:
     return width.removesuffix("px") if re.fullmatch(r"\d+(\.\d+)?(px)?", width) else ""
 
 
-def documented_sources(html: Path) -> set[str]:
+def documented_sources(site: Path) -> set[str]:
     """The source files a built site documents, as its pages name them ("generated from the
     following file"), relative to the kit."""
     found = set()
-    for page in html.rglob("*.html"):
+    for page in site.rglob("*.html"):
         for listed in _SOURCES.findall(page.read_text(encoding="utf-8", errors="replace")):
             found.update(re.sub(r"<[^>]*>", "", item).strip() for item in re.findall(r"<li>(.*?)</li>", listed, re.S))
     return found
@@ -203,7 +205,8 @@ def for_doxygen(text: str, page: str, site: set[str]) -> str:
                 return f"`{rel}`" if label.strip("`") == rel else f"{label} (`{rel}`)"
             return m.group(0)  # a link to nothing: the browser check names it
 
-        return shown(_LINK.sub(link, _BOLD.sub(r"<b>\1</b>", _CODE_SPAN.sub(hide, text))))
+        converted = _LINK.sub(link, _BOLD.sub(r"<b>\1</b>", _global_names(_CODE_SPAN.sub(hide, text))))
+        return re.sub(r"\0(\d+)\0", lambda m: _code(_CODE_SPAN.fullmatch(spans[int(m.group(1))])), converted)
 
     return _outside_code(text, line)
 
@@ -238,8 +241,8 @@ def help_section(exercise: Exercise) -> str:
            "Every hint is here too, folded so that none is read by accident: each stage's first hint names "
            "the idea, the second the approach, only the last the code. Open one at a time.\n"]
     for st in exercise.stages:
-        out.append(f"**Stage {st.number}: {_text(st.title)}.** {_text(st.goal)}.\n" if st.goal else
-                   f"**Stage {st.number}: {_text(st.title)}.**\n")
+        goal = f" Passing it means: {_text(st.goal)}." if st.goal else ""
+        out.append(f"<b>Stage {st.number}, {_text(st.title)}.</b>{goal}\n")
         for i, hint in enumerate(st.hints, start=1):
             level = _LEVEL_NAMES.get(hint.level, hint.level)
             out.append(f"<details><summary>Hint {i} of {len(st.hints)}: {level}</summary>"
@@ -277,8 +280,22 @@ def _text(text: str) -> str:
     return "".join(parts)
 
 
+def _code(span: re.Match) -> str:
+    """A code span as Doxygen shows it faithfully. Doxygen reads a `::` that opens a name, even in
+    code, as a request to link to that name, drops the `::` and warns: such a span goes to the page
+    as HTML instead."""
+    if not _GLOBAL_NAME.search(span.group(2)):
+        return span.group(0)
+    return f"\\htmlonly<code>{html.escape(span.group(2).strip(), quote=False)}</code>\\endhtmlonly"
+
+
 def _escape(text: str) -> str:
     return re.sub(r"([\\@<>&#%])", r"\\\1", text)
+
+
+def _global_names(text: str) -> str:
+    """Text with every `::` that opens a name escaped, which Doxygen would otherwise take for a link."""
+    return _GLOBAL_NAME.sub(lambda m: "\\" + m.group(0), text)
 
 
 def run(args, catalog: Catalog) -> int:

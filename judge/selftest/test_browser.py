@@ -51,7 +51,7 @@ class BrowserCheckTest(unittest.TestCase):
 
     def check(self, name: str, changes: dict[str, str]) -> list[str]:
         site = _site(Path(self.tmp.name) / name, {**GOOD, **changes})
-        return browser.check_site(site, self.browser, page_seconds=20)
+        return browser.check_site(site, self.browser)
 
     def test_a_good_site_passes(self):
         self.assertEqual(self.check("good", {}), [])

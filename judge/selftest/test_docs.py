@@ -109,6 +109,12 @@ class ForDoxygenTest(unittest.TestCase):
         self.assertEqual(self.convert("**`allocate(0)` returns null.** Then"), "<b>`allocate(0)` returns null.</b> Then")
         self.assertEqual(self.convert("`a**b**c`"), "`a**b**c`", "code spans are left alone")
 
+    def test_a_name_that_opens_on_colons_is_shown_as_written(self):
+        # Doxygen would take `::operator new` for a link request, drop the colons and warn.
+        self.assertEqual(self.convert("`::operator new(n)` or `std::byte`"),
+                         r"\htmlonly<code>::operator new(n)</code>\endhtmlonly or `std::byte`")
+        self.assertEqual(self.convert("from ::operator new(n) to std::free"), r"from \::operator new(n) to std::free")
+
     def test_code_blocks_are_left_alone(self):
         block = "```\n**x** [a](../docs/authoring.md)\n```\n"
         self.assertEqual(self.convert(block), block)
