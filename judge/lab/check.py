@@ -1,7 +1,8 @@
 """`check`: the maintainer's proof that the kit is sound. The judge's own unit tests pass, the
 catalog is valid, every reference passes every stage in every configuration with both
 compilers, every untouched skeleton compiles and fails every stage, every known mistake is
-caught by the test it names, and the docs build without warnings."""
+caught by the test it names, and the learner's docs build without warnings and load in a
+browser with nothing broken."""
 from __future__ import annotations
 
 import queue
@@ -12,7 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from . import bench, build, docs, ui, verify
+from . import bench, browser, build, docs, ui, verify
 from .catalog import ROOT, Catalog, Exercise, validate
 from .mistakes import Mistake, PatchError, materialize, mistakes
 
@@ -29,7 +30,7 @@ def add_parser(sub) -> None:
     s = sub.add_parser("check", help="prove the kit: references pass, skeletons fail, mistakes are caught")
     s.add_argument("exercise", nargs="?", help="check one exercise only (default: all)")
     s.add_argument("--jobs", type=int, default=2, help="judges run at once (default 2)")
-    s.add_argument("--no-docs", action="store_true", help="skip the documentation build")
+    s.add_argument("--no-docs", action="store_true", help="skip the documentation build and its browser check")
     s.set_defaults(run=run)
 
 
@@ -67,13 +68,31 @@ def run(args, catalog: Catalog) -> int:
         for future in as_completed(futures):
             report(future.result())
     if not args.no_docs:
-        start = time.monotonic()
-        if docs.available():
-            ok, detail = docs.build_docs()
-            report(Item(ok, "the documentation builds without warnings", detail, time.monotonic() - start))
-        else:
-            report(Item(None, "the documentation build", "doxygen is not installed (apt-get install doxygen)"))
+        for item in _docs(catalog):
+            report(item)
     return _summary(items)
+
+
+def _docs(catalog: Catalog):
+    """The learner's site builds without a warning and without the references; then every page of it
+    loads in a real browser with nothing broken."""
+    what = "the learner's documentation builds without warnings, and without the reference solutions"
+    if not docs.available():
+        yield Item(None, what, docs.missing())
+        return
+    start = time.monotonic()
+    ok, detail = docs.build_docs(catalog)
+    yield Item(ok, what, detail, time.monotonic() - start)
+    what = ("every page of it loads in chromium with no missing image, broken link or script error "
+            f"(a chapter as it looks: {docs.SCREENSHOT.relative_to(ROOT)})")
+    if not ok:
+        yield Item(None, what, "there is no site to load")
+    elif not browser.executable():
+        yield Item(None, what, "chromium is not installed (sudo apt-get install chromium)")
+    else:
+        start = time.monotonic()
+        ok, detail = docs.check_in_browser(catalog)
+        yield Item(ok, what, detail, time.monotonic() - start)
 
 
 def _summary(items: list[Item]) -> int:

@@ -5,6 +5,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from . import browser, docs
 from . import run as runner
 
 _PROGRAM = "#include <cstdio>\nint main() { std::puts(\"ok\"); }\n"
@@ -46,6 +47,8 @@ def checks() -> list[tuple[str, str, bool]]:
         ("CMake 3.25 or newer", "cmake", shutil.which("cmake") is not None),
         ("Ninja", "ninja-build", shutil.which("ninja") is not None),
         ("Doxygen (for the docs)", "doxygen", shutil.which("doxygen") is not None),
+        ("The docs' theme", "doxygen-awesome-css", (docs.THEME / "doxygen-awesome.css").is_file()),
+        ("Chromium (loads every page of the docs in check)", "chromium", browser.executable() is not None),
     ]
 
 

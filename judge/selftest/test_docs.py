@@ -1,0 +1,185 @@
+"""The learner's site: chapters get their hints and quiz folded in at the right place, links and bold
+text come out as Doxygen needs them, figures are sized images, and the reference solutions stay out."""
+import dataclasses
+import io
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from lab import catalog as cat
+from lab import docs, doctor
+
+CHAPTER = """# Chapter 1 — The arena {#ch01}
+
+Intro.
+
+## The lesson {#ch01-lesson}
+
+```
+## After you pass, inside a code block
+```
+
+## The task {#ch01-task}
+
+### The stages
+
+## After you pass {#ch01-after}
+
+### The mistakes the tests catch
+"""
+
+QUIZ = """[[question]]
+ask = "How many shadow bytes describe a 13-byte block at offset 0?"
+answer = 2
+explain = "One per 8-byte granule, rounded up."
+
+[[question]]
+ask = "After free(a) then free(b), which block comes next?"
+choices = ["a", "b"]
+answer = 2
+explain = "The list is LIFO."
+"""
+
+
+def _exercise(tmp: Path) -> cat.Exercise:
+    arena = cat.load().exercises[0]
+    hints = (cat.Hint("concept", "Which idea applies? Think of <T> & #1 @ 100%."),
+             cat.Hint("approach", "Keep `used_`."),
+             cat.Hint("code", "Write `n > capacity_ - used_`."))
+    stage = cat.Stage(1, "ArenaBasics", "basics", "requests fit or throw", ("asan",), hints)
+    (tmp / "quiz.toml").write_text(QUIZ)
+    return dataclasses.replace(arena, stages=(stage,))
+
+
+class HelpSectionTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        tmp = Path(self.tmp.name)
+        self.exercise = _exercise(tmp)
+        patch = mock.patch.object(cat.Exercise, "quiz_file", new=property(lambda ex: tmp / "quiz.toml"))
+        patch.start()
+        self.addCleanup(patch.stop)
+        self.addCleanup(self.tmp.cleanup)
+
+    def test_hints_and_quiz_come_after_the_task_and_before_after_you_pass(self):
+        page = docs.with_help(CHAPTER, self.exercise)
+        task, hints, quiz, after = (page.index(s) for s in (
+            "## The task", "### Hints, stage by stage {#ch01-hints}", "### Check yourself {#ch01-quiz}",
+            "## After you pass {#ch01-after}"))
+        self.assertLess(task, hints)
+        self.assertLess(hints, quiz)
+        self.assertLess(quiz, after)
+        self.assertIn("## After you pass, inside a code block", page[:task], "a heading in a code block is no heading")
+
+    def test_every_hint_is_folded_and_named_by_its_level_in_order(self):
+        page = docs.help_section(self.exercise)
+        folded = [line for line in page.splitlines() if line.startswith("<details>")]
+        self.assertEqual(len(folded), 3 + 2, "three hints and two answers, each folded")
+        for n, level in enumerate(("the idea", "the approach", "the code"), start=1):
+            self.assertIn(f"<summary>Hint {n} of 3: {level}</summary>", folded[n - 1])
+        self.assertIn("`n > capacity_ - used_`", folded[2], "code spans are kept")
+        self.assertIn(r"\<T\> \& \#1 \@ 100\%", folded[0], "text that Doxygen would read as markup is escaped")
+
+    def test_answers_are_folded_with_their_explanation(self):
+        page = docs.help_section(self.exercise)
+        self.assertIn("1. a\n2. b\n", page, "the choices are listed, numbered as the quiz command numbers them")
+        self.assertIn("<summary>Answer</summary><b>2, b</b>. The list is LIFO.</details>", page)
+        self.assertIn("<summary>Answer</summary><b>2</b>. One per 8-byte granule, rounded up.</details>", page)
+
+    def test_a_chapter_without_the_three_parts_gets_its_help_at_the_end(self):
+        page = docs.with_help("# Old {#ch01}\n\n## Running the judge\n\nText.", self.exercise)
+        self.assertTrue(page.rstrip().endswith("The list is LIFO.</details>"))
+
+
+class ForDoxygenTest(unittest.TestCase):
+    def convert(self, text: str) -> str:
+        return docs.for_doxygen(text, "chapters/01-arena.md", {"README.md", "chapters/02-fixed-pool.md"})
+
+    def test_links_to_pages_stay_and_links_to_other_files_become_paths(self):
+        self.assertEqual(self.convert("[next](02-fixed-pool.md)"), "[next](02-fixed-pool.md)")
+        self.assertEqual(self.convert("[its task](02-fixed-pool.md#ch02-task)"), "[its task](@ref ch02-task)")
+        self.assertEqual(self.convert("see [the guide](../docs/authoring.md)"), "see the guide (`docs/authoring.md`)")
+        self.assertEqual(self.convert("[`solutions/01-arena/arena.hpp`](../solutions/01-arena/arena.hpp)"),
+                         "`solutions/01-arena/arena.hpp`", "no link into the reference, only its path")
+        for kept in ("[web](https://example.org/a.md)", "![figure](figures/01-x.svg)", "[here](#ch01-task)"):
+            self.assertEqual(self.convert(kept), kept)
+
+    def test_bold_that_opens_on_code_becomes_html(self):
+        self.assertEqual(self.convert("**`allocate(0)` returns null.** Then"), "<b>`allocate(0)` returns null.</b> Then")
+        self.assertEqual(self.convert("`a**b**c`"), "`a**b**c`", "code spans are left alone")
+
+    def test_a_name_that_opens_on_colons_is_shown_as_written(self):
+        # Doxygen would take `::operator new` for a link request, drop the colons and warn.
+        self.assertEqual(self.convert("`::operator new(n)` or `std::byte`"),
+                         r"\htmlonly<code>::operator new(n)</code>\endhtmlonly or `std::byte`")
+        self.assertEqual(self.convert("from ::operator new(n) to std::free"), r"from \::operator new(n) to std::free")
+
+    def test_code_blocks_are_left_alone(self):
+        block = "```\n**x** [a](../docs/authoring.md)\n```\n"
+        self.assertEqual(self.convert(block), block)
+
+
+class StageTest(unittest.TestCase):
+    def test_the_learner_site_reads_the_skeletons_and_never_the_references(self):
+        catalog = cat.load()
+        with tempfile.TemporaryDirectory() as tmp:
+            learner = docs.stage(catalog, Path(tmp) / "learner", maintainer=False)
+            maintainer = docs.stage(catalog, Path(tmp) / "maintainer", maintainer=True)
+        solutions = cat.ROOT / "solutions"
+        self.assertFalse([p for p in learner if p.is_relative_to(solutions)])
+        for ex in catalog.exercises:
+            self.assertIn(ex.exercise_file, learner)
+            self.assertIn(ex.solution_file, maintainer)
+        self.assertFalse([p for p in learner if p.name == "authoring.md"], "the authoring guide is the maintainers'")
+
+
+class FiguresTest(unittest.TestCase):
+    def test_an_svg_becomes_an_image_as_wide_as_it_asks(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            html = Path(tmp)
+            (html / "01-sized.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="400" height="90" '
+                                               'viewBox="0 0 400 90"/>')
+            (html / "01-free.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 900 90"/>')
+            (html / "ch01.html").write_text(
+                '<div class="image">\n<object type="image/svg+xml" data="01-sized.svg" style="pointer-events: none;">'
+                '</object>\n<object type="image/svg+xml" data="01-free.svg" style="pointer-events: none;"></object>')
+            docs._figures_as_images(html)
+            page = (html / "ch01.html").read_text()
+        self.assertIn('<img src="01-sized.svg" alt="" style="width: 400px"/>', page)
+        self.assertIn('<img src="01-free.svg" alt=""/>', page)
+        self.assertNotIn("<object", page)
+
+
+@unittest.skipUnless(docs.available(), "doxygen or doxygen-awesome-css is not installed")
+class BuildTest(unittest.TestCase):
+    def test_the_learner_site_builds_and_documents_the_skeletons_only(self):
+        catalog = cat.load()
+        with tempfile.TemporaryDirectory() as tmp:
+            ok, detail = docs.build_docs(catalog, out=Path(tmp))
+            self.assertTrue(ok, detail)
+            html = Path(tmp) / "html"
+            shown = docs.documented_sources(html)
+            self.assertEqual(shown, {ex.exercise_file.relative_to(cat.ROOT).as_posix() for ex in catalog.exercises})
+            for ex in catalog.exercises:
+                self.assertTrue((html / f"ch{ex.id:02d}.html").is_file(), f"chapter {ex.id} has its page")
+            self.assertTrue((html / "doxygen-awesome.css").is_file(), "the theme is in the site")
+
+
+class DoctorTest(unittest.TestCase):
+    def test_the_docs_tools_are_checked_and_their_packages_named(self):
+        with mock.patch.object(doctor, "_compiles", return_value=True):  # no compiler runs
+            packages = {package for _, package, _ in doctor.checks()}
+        self.assertTrue({"doxygen", "doxygen-awesome-css", "chromium"} <= packages)
+
+    def test_what_is_missing_is_one_apt_get_line(self):
+        fake = [("Doxygen", "doxygen", True), ("The docs' theme", "doxygen-awesome-css", False),
+                ("Chromium", "chromium", False)]
+        with mock.patch.object(doctor, "checks", return_value=fake), \
+                mock.patch("sys.stdout", new_callable=io.StringIO) as out:
+            self.assertEqual(doctor.run(None, None), 2)
+        self.assertIn("sudo apt-get update && sudo apt-get install -y doxygen-awesome-css chromium", out.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
