@@ -173,8 +173,8 @@ TEST(CachingCoalescing, EmptyCacheFreesOnlyWhollyFreeSegments) {
   Allocator alloc(device);
   void* small = alloc.allocate(4 * KiB);   // a small segment, freed below
   void* large = alloc.allocate(12 * MiB);  // a 12 MiB large segment, freed below
-  void* kept = alloc.allocate(3 * MiB);    // a 20 MiB large segment that keeps this block
-  void* other = alloc.allocate(5 * MiB);   // from the 20 MiB segment's rest
+  void* other = alloc.allocate(5 * MiB);   // a 20 MiB large segment: its first block, freed below,
+  void* kept = alloc.allocate(3 * MiB);    // and its second, which keeps the segment
   ASSERT_TRUE(small && kept && large && other) << "Four requests on a roomy device must succeed.";
   ASSERT_EQ(device.mallocs(), 3u) << "Three segments expected: small 2 MiB, large 20 MiB, large 12 MiB.";
   alloc.deallocate(small);
@@ -184,7 +184,7 @@ TEST(CachingCoalescing, EmptyCacheFreesOnlyWhollyFreeSegments) {
   const auto segments = alloc.snapshot();
   EXPECT_EQ(device.live_allocations(), 1u)
       << "empty_cache must give back the two wholly free segments and keep the one that still holds an "
-         "allocated block:" << show(segments);
+         "allocated block, even though that segment starts with a free block:" << show(segments);
   EXPECT_EQ(device.size_of(kept), 20 * MiB) << "The segment with the allocated block must stay.";
   const auto stats = alloc.stats();
   EXPECT_EQ(stats.reserved_bytes, 20 * MiB) << "reserved_bytes drops by the segments returned: " << show(stats);
