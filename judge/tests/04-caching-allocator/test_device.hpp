@@ -51,6 +51,7 @@ class TestDevice {
         return nullptr;
       }
       in_use_ += size;
+      if (in_use_ > peak_in_use_) peak_in_use_ = in_use_;
       ++mallocs_;
       return memory_ + offset;
     }
@@ -95,6 +96,7 @@ class TestDevice {
 
   std::size_t budget() const noexcept { return budget_; }
   std::size_t in_use() const noexcept { return in_use_; }              // bytes handed out and not freed
+  std::size_t peak_in_use() const noexcept { return peak_in_use_; }
   std::size_t live_allocations() const noexcept { return live_.size(); }
   std::size_t malloc_calls() const noexcept { return malloc_calls_; }  // every call, refused or not
   std::size_t mallocs() const noexcept { return mallocs_; }            // the calls that succeeded
@@ -127,7 +129,7 @@ class TestDevice {
   std::size_t limit_ = SIZE_MAX;
   std::map<std::size_t, std::size_t> free_ranges_;  // offset -> size, address order
   std::map<std::size_t, std::size_t> live_;         // offset -> size
-  std::size_t in_use_ = 0;
+  std::size_t in_use_ = 0, peak_in_use_ = 0;
   std::size_t malloc_calls_ = 0, mallocs_ = 0, free_calls_ = 0, frees_ = 0, bad_frees_ = 0;
 };
 
