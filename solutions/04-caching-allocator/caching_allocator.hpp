@@ -165,7 +165,7 @@ class CachingAllocator {
   /// Returns to the device every segment that holds no allocated block. A segment whose
   /// blocks are all free has been merged back into one block, so it is found as a free block
   /// with no neighbours.
-  void empty_cache() noexcept {
+  void empty_cache() {
     for (FreeSet* pool : {&small_, &large_}) {
       for (auto it = pool->begin(); it != pool->end();) {
         Block* b = it->block;

@@ -185,7 +185,9 @@ TEST(CachingCoalescing, EmptyCacheFreesOnlyWhollyFreeSegments) {
   EXPECT_EQ(device.live_allocations(), 1u)
       << "empty_cache must give back the two wholly free segments and keep the one that still holds an "
          "allocated block, even though that segment starts with a free block:" << show(segments);
-  EXPECT_EQ(device.size_of(kept), 20 * MiB) << "The segment with the allocated block must stay.";
+  EXPECT_EQ(device.size_of(other), 20 * MiB)
+      << "The 20 MiB segment that starts with the freed block and holds the allocated one must stay.";
+  EXPECT_NE(alloclab::test::block_at(segments, kept), nullptr) << "The allocated block must still be listed.";
   const auto stats = alloc.stats();
   EXPECT_EQ(stats.reserved_bytes, 20 * MiB) << "reserved_bytes drops by the segments returned: " << show(stats);
   EXPECT_EQ(stats.device_frees, 2u) << "device_frees counts the two segments returned: " << show(stats);
@@ -219,9 +221,11 @@ TEST(CachingCoalescing, AFreedBlockGoesBackToItsOwnPool) {
       << "A free 20 MiB block of the large pool must not serve a 4 KiB request: it needs a small segment.";
   const auto segments = alloc.snapshot();
   ASSERT_EQ(segments.size(), 2u) << show(segments);
-  for (const auto& seg : segments)
-    if (!seg.small_pool)
+  for (const auto& seg : segments) {
+    if (!seg.small_pool) {
       EXPECT_EQ(seg.blocks.size(), 1u) << "The large segment is still one free block:" << show(segments);
+    }
+  }
 }
 
 }  // namespace stage3_coalescing
