@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from . import build, progress, run as runner, ui
+from . import build, memory_map, progress, run as runner, ui
 from .catalog import Catalog, Exercise
 
 _SUFFIX_RE = re.compile(r"/(threads|real_time|process_time|min_time|iterations|repeats|manual_time)(:[^/]*)?$")
@@ -113,6 +113,7 @@ def run(args, catalog: Catalog) -> int:
     for workload in workloads:
         mine_w, ref_w = (mine or {}).get(workload, {}), (ref or {}).get(workload, {})
         _print_workload(workload, mine_w, ref_w, subject)
+    memory_map.after_bench(exercise, compiler)
     print("\nTimes are per benchmark iteration; a ratio compares the exercise's allocator with the one on "
           "its row, in the same build. Run it twice: the figures move by a few percent from run to run.")
     return 0 if ref and mine else 1

@@ -1,0 +1,105 @@
+// AllocLab exercise 04: a caching allocator with PyTorch's policy.
+//
+// Fill in the bodies below; keep every declaration as it is. Add private members and helper
+// functions as you need them. Read chapters/04-caching-allocator.md first, then run
+//   python3 judge/judge.py test 4
+// and work through the stages in order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <new>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+namespace alloclab {
+
+/// What the allocator holds and has done, in bytes or calls.
+struct CacheStats {
+  std::size_t allocated_bytes, reserved_bytes, peak_allocated_bytes, peak_reserved_bytes;
+  std::size_t device_mallocs, device_frees, cache_hits, oom_retries;
+};
+
+/// One block of a segment: its offset from the segment's base, its size, allocated or free.
+struct BlockInfo {
+  std::size_t offset, size;
+  bool allocated;
+};
+
+/// One segment as `snapshot()` reports it.
+struct SegmentInfo {
+  std::uintptr_t base;
+  std::size_t size;
+  bool small_pool;
+  std::vector<BlockInfo> blocks;
+};
+
+/// Stage 4. Thrown when the device refuses a segment even after the cache was emptied.
+/// TODO: what() must give the requested bytes, the allocated bytes and the reserved bytes,
+/// in decimal. Copying an exception must not throw: keep the message in a char array.
+class OutOfMemoryError : public std::bad_alloc {
+ public:
+  OutOfMemoryError([[maybe_unused]] std::size_t requested, [[maybe_unused]] std::size_t allocated,
+                   [[maybe_unused]] std::size_t reserved) noexcept {}
+  const char* what() const noexcept override { return "out of memory"; }
+};
+
+/// A caching allocator over a slow `Device` (`void* malloc(std::size_t)`, nullptr when full;
+/// `void free(void*)`). It never gives memory back on `deallocate`: freed blocks stay cached
+/// for the next request.
+template <class Device>
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(Device& device) : device_(device) {}
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  /// Stage 1. TODO: give every segment back to the device (device_.free(base)), whether its
+  /// blocks are allocated or not.
+  ~CachingAllocator() {}
+
+  /// Stage 1. TODO: n rounded up to a multiple of 512, and at least 512.
+  static std::size_t round_size([[maybe_unused]] std::size_t n) noexcept { return 0; }
+
+  /// Stage 1. TODO: n == 0 returns nullptr and changes nothing. Round n; a rounded size up to
+  /// 1 MiB belongs to the small pool, a larger one to the large pool. With no free block to
+  /// use, ask the device for one segment: 2 MiB for the small pool; 20 MiB for a large rounded
+  /// size under 10 MiB; otherwise the rounded size rounded up to a multiple of 2 MiB.
+  /// Stage 2. TODO: first look in the request's pool for the smallest free block that fits
+  /// (the lowest address among equals); serving from it counts one cache hit. Split the block
+  /// when the rest is at least 512 bytes (small pool) or more than 1 MiB (large pool);
+  /// otherwise hand out the whole block, and count all of it as allocated.
+  /// Stage 4. TODO: when the device returns nullptr, empty the cache, count one oom_retry, and
+  /// ask once more; if it refuses again, throw OutOfMemoryError(n, allocated, reserved) and
+  /// change nothing else. A request so large that rounding it would overflow throws
+  /// OutOfMemoryError without calling the device. Keep the stats up to date.
+  [[nodiscard]] void* allocate([[maybe_unused]] std::size_t n) { return nullptr; }
+
+  /// Stage 3. TODO: nullptr is a no-op. Merge the block with its free neighbours in the same
+  /// segment (never across segments) and put it back in its pool. A pointer this allocator did
+  /// not hand out, an interior pointer, or one already freed throws std::invalid_argument and
+  /// changes nothing.
+  void deallocate([[maybe_unused]] void* p) {}
+
+  /// Stage 3. TODO: give back to the device every segment that holds no allocated block.
+  void empty_cache() {}
+
+  /// Stage 1 to 4. TODO: allocated_bytes (the allocated blocks' sizes), reserved_bytes (the
+  /// segments' sizes), their peaks, the successful device calls, cache hits and oom retries.
+  [[nodiscard]] CacheStats stats() const noexcept { return {}; }
+
+  /// Stage 1 to 4. TODO: every segment, by base address, each with its blocks in address
+  /// order, tiling it exactly.
+  [[nodiscard]] std::vector<SegmentInfo> snapshot() const { return {}; }
+
+ private:
+  Device& device_;
+  // TODO: your state: the segments, the blocks of each, each pool's free blocks, the blocks
+  // handed out, and the stats.
+};
+
+}  // namespace alloclab

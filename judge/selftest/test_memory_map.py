@@ -1,0 +1,73 @@
+"""The memory map draws a snapshot to scale, as valid SVG, and refuses a broken snapshot."""
+import json
+import unittest
+import xml.etree.ElementTree as ET
+
+from lab import memory_map
+
+MiB = 1 << 20
+SVG = "{http://www.w3.org/2000/svg}"
+SNAPSHOT = {
+    "workload": "w",
+    "stats": {"allocated_bytes": 3 * MiB, "reserved_bytes": 22 * MiB, "peak_allocated_bytes": 3 * MiB,
+              "peak_reserved_bytes": 22 * MiB, "device_mallocs": 2, "device_frees": 0, "cache_hits": 5,
+              "oom_retries": 0},
+    "segments": [
+        {"base": 4096, "size": 20 * MiB, "small_pool": False,
+         "blocks": [[0, 2 * MiB, True], [2 * MiB, 18 * MiB, False]]},
+        {"base": 0, "size": 2 * MiB, "small_pool": True,
+         "blocks": [[0, MiB, True], [MiB, MiB, False]]},
+    ],
+}
+
+
+def blocks(root):
+    """The block rectangles, as (x, width, fill), in document order."""
+    return [(float(r.get("x")), float(r.get("width")), r.get("fill")) for r in root.iter(SVG + "rect")
+            if r.find(SVG + "title") is not None]
+
+
+class MemoryMapTest(unittest.TestCase):
+    def setUp(self):
+        self.root = ET.fromstring(memory_map.svg(memory_map.parse(json.dumps(SNAPSHOT)), "a <title> & more"))
+
+    def test_is_valid_svg_with_a_white_background_and_a_viewbox(self):
+        self.assertEqual(self.root.tag, SVG + "svg")
+        self.assertTrue(self.root.get("viewBox", "").startswith("0 0 "))
+        first = next(self.root.iter(SVG + "rect"))
+        self.assertEqual(first.get("fill"), "#ffffff")
+        self.assertIn("a <title> & more", "".join(self.root.itertext()))
+
+    def test_blocks_are_drawn_to_one_scale_with_the_small_pool_first(self):
+        drawn = blocks(self.root)
+        self.assertEqual(len(drawn), 4)
+        (x0, small_used, c0), (x1, small_free, c1), (x2, large_used, c2), (x3, large_free, c3) = drawn
+        self.assertAlmostEqual(small_used, small_free)
+        self.assertAlmostEqual(large_used, 2 * small_used)      # 2 MiB against 1 MiB, on one scale
+        self.assertAlmostEqual(large_free, 18 * small_used)
+        self.assertAlmostEqual(x1 - x0, small_used)             # a block starts where the one before ends
+        self.assertEqual((c0, c1), (c2, c3))                    # allocated, then free: two colours
+        self.assertNotEqual(c0, c1)
+
+    def test_pools_and_stats_are_labelled(self):
+        text = " ".join(self.root.itertext())
+        self.assertIn("Small pool", text)
+        self.assertIn("Large pool", text)
+        self.assertIn("allocated 3 MiB of reserved 22 MiB", text)
+        self.assertIn("7.33 bytes reserved per byte allocated", text)
+        self.assertIn("largest free block 18 MiB", text)
+
+    def test_an_empty_snapshot_says_so(self):
+        empty = dict(SNAPSHOT, segments=[], stats=dict(SNAPSHOT["stats"], allocated_bytes=0, reserved_bytes=0))
+        root = ET.fromstring(memory_map.svg(memory_map.parse(json.dumps(empty)), "t"))
+        self.assertIn("nothing was reserved", " ".join(root.itertext()))
+
+    def test_a_broken_snapshot_is_refused_with_a_reason(self):
+        for text in ('{"error": "the allocator threw: boom"}', "[1, 2]", '{"stats": {}}', "not json",
+                     '{"stats": {}, "segments": [{"size": 512, "blocks": [[0, 512]]}]}'):
+            with self.subTest(text=text), self.assertRaises(ValueError):
+                memory_map.parse(text)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,136 @@
+// The device of exercise 04's tests and benchmarks: it stands in for a GPU's memory.
+//
+// It hands out real host memory, carved from one buffer of a fixed budget (first fit,
+// 512-byte aligned, neighbours merged when freed), so that two segments can sit side by side
+// as they do on a real device, and a request that does not fit gets nullptr, as a full GPU
+// answers cudaMalloc. It counts every call and can charge a cost per call, so that going to
+// the device is as visible in a benchmark as it is in an engine. It never throws from
+// malloc or free, and it never crashes on a bad free: it counts it, for the tests to report.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <new>
+
+namespace alloclab::test {
+
+class TestDevice {
+ public:
+  static constexpr std::size_t kAlignment = 512;
+
+  /// A device of `budget` bytes (rounded up to 512); every call busy-waits `cost_per_call`.
+  explicit TestDevice(std::size_t budget, std::chrono::nanoseconds cost_per_call = {})
+      : budget_(round_up(budget)),
+        cost_(cost_per_call),
+        memory_(static_cast<std::byte*>(::operator new(budget_, std::align_val_t{kAlignment}))) {
+    if (budget_ != 0) free_ranges_.emplace(0, budget_);
+  }
+  TestDevice(const TestDevice&) = delete;
+  TestDevice& operator=(const TestDevice&) = delete;
+  ~TestDevice() { ::operator delete(memory_, std::align_val_t{kAlignment}); }
+
+  /// `n` bytes (at least one granule), or nullptr when no free range of the budget holds them.
+  void* malloc(std::size_t n) noexcept {
+    pay();
+    ++malloc_calls_;
+    const std::size_t size = n == 0 ? kAlignment : round_up(n);
+    // n too large to round, larger than the device, or beyond the limit set by the test.
+    if (size == 0 || n > budget_ || in_use_ + size > limit_) return nullptr;
+    for (auto it = free_ranges_.begin(); it != free_ranges_.end(); ++it) {
+      if (it->second < size) continue;
+      const std::size_t offset = it->first, left = it->second - size;
+      try {
+        live_.emplace(offset, size);
+        free_ranges_.erase(it);
+        if (left) free_ranges_.emplace(offset + size, left);
+      } catch (const std::bad_alloc&) {
+        live_.erase(offset);
+        return nullptr;
+      }
+      in_use_ += size;
+      if (in_use_ > peak_in_use_) peak_in_use_ = in_use_;
+      ++mallocs_;
+      return memory_ + offset;
+    }
+    return nullptr;
+  }
+
+  /// Gives back a pointer `malloc` returned. Anything else is counted in `bad_frees()` and
+  /// otherwise ignored.
+  void free(void* p) noexcept {
+    pay();
+    ++free_calls_;
+    const auto* b = static_cast<std::byte*>(p);
+    auto live = b >= memory_ && b < memory_ + budget_ ? live_.find(static_cast<std::size_t>(b - memory_)) : live_.end();
+    if (live == live_.end()) {
+      ++bad_frees_;
+      return;
+    }
+    std::size_t offset = live->first, size = live->second;
+    live_.erase(live);
+    in_use_ -= size;
+    ++frees_;
+    // Merge with the free ranges on either side, so that the device fragments only where
+    // its callers keep memory.
+    auto next = free_ranges_.lower_bound(offset);
+    if (next != free_ranges_.end() && next->first == offset + size) {
+      size += next->second;
+      next = free_ranges_.erase(next);
+    }
+    if (next != free_ranges_.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        prev->second += size;
+        return;
+      }
+    }
+    free_ranges_.emplace_hint(next, offset, size);
+  }
+
+  /// Refuses from now on any request that would take the bytes in use beyond `bytes`, even
+  /// where the budget has room: a device that other processes share.
+  void set_limit(std::size_t bytes) noexcept { limit_ = bytes; }
+
+  std::size_t budget() const noexcept { return budget_; }
+  std::size_t in_use() const noexcept { return in_use_; }              // bytes handed out and not freed
+  std::size_t peak_in_use() const noexcept { return peak_in_use_; }
+  std::size_t live_allocations() const noexcept { return live_.size(); }
+  std::size_t malloc_calls() const noexcept { return malloc_calls_; }  // every call, refused or not
+  std::size_t mallocs() const noexcept { return mallocs_; }            // the calls that succeeded
+  std::size_t refusals() const noexcept { return malloc_calls_ - mallocs_; }
+  std::size_t free_calls() const noexcept { return free_calls_; }
+  std::size_t frees() const noexcept { return frees_; }                // the calls that freed something
+  std::size_t bad_frees() const noexcept { return bad_frees_; }
+
+  /// The size of the live allocation that starts at `p`, or 0.
+  std::size_t size_of(const void* p) const noexcept {
+    const auto* b = static_cast<const std::byte*>(p);
+    if (b < memory_ || b >= memory_ + budget_) return 0;
+    auto it = live_.find(static_cast<std::size_t>(b - memory_));
+    return it == live_.end() ? 0 : it->second;
+  }
+
+ private:
+  static std::size_t round_up(std::size_t n) noexcept { return (n + kAlignment - 1) & ~(kAlignment - 1); }
+
+  void pay() const noexcept {
+    if (cost_.count() == 0) return;
+    const auto until = std::chrono::steady_clock::now() + cost_;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
+
+  std::size_t budget_;
+  std::chrono::nanoseconds cost_;
+  std::byte* memory_;
+  std::size_t limit_ = SIZE_MAX;
+  std::map<std::size_t, std::size_t> free_ranges_;  // offset -> size, address order
+  std::map<std::size_t, std::size_t> live_;         // offset -> size
+  std::size_t in_use_ = 0, peak_in_use_ = 0;
+  std::size_t malloc_calls_ = 0, mallocs_ = 0, free_calls_ = 0, frees_ = 0, bad_frees_ = 0;
+};
+
+}  // namespace alloclab::test
