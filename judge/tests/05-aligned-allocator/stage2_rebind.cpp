@@ -1,0 +1,189 @@
+// Stage 2 — rebinding containers: the allocator turned into an allocator of nodes, of control
+// blocks and of over-aligned types; equality and traits; the overflow of n * sizeof(T).
+#include "aligned_allocator.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <list>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "aligned_test_support.hpp"
+
+namespace stage2_rebind {
+
+using alloclab::AlignedAllocator;
+using alloclab::test::address;
+using alloclab::test::HeapCall;
+using alloclab::test::HeapLog;
+using alloclab::test::aligned::hands_out_memory;
+
+// A type whose own alignment is larger than the allocator's Align.
+struct alignas(128) Wide {
+  std::uint64_t words[4];
+};
+
+// 24 bytes: SIZE_MAX / 24 + 1 of them wrap around to a few bytes when multiplied.
+struct Triple {
+  std::uint64_t a, b, c;
+};
+
+// Every block in the log was asked for with `alignment`, and starts on a multiple of it.
+void expect_every_new_aligned(const HeapLog& log, std::size_t alignment, const char* container) {
+  EXPECT_GT(log.news(), 0u) << container << " allocated nothing through the global operator new.";
+  for (const HeapCall& c : log) {
+    if (!c.is_new) continue;
+    ASSERT_EQ(c.alignment, alignment)
+        << container << " allocated a block of " << c.size << " bytes with "
+        << (c.alignment == 0 ? std::string("no alignment") : "alignment " + std::to_string(c.alignment))
+        << " instead of " << alignment << ". The container allocates nodes, not elements: it rebinds your "
+        << "allocator to its node type, and the rebound allocator must keep the same Align (a node of a "
+        << "cache-aligned container belongs on a cache line too).";
+    ASSERT_EQ(address(c.p) % alignment, 0u) << container << " got a block at " << c.p << ", not a multiple of "
+                                            << alignment << ".";
+  }
+}
+
+TEST(AlignedRebind, ListNodesKeepTheAlignment) {
+  ASSERT_TRUE((hands_out_memory<AlignedAllocator<int, 128>>()));
+  HeapLog log;
+  {
+    std::list<int, AlignedAllocator<int, 128>> list;
+    for (int i = 0; i < 50; ++i) list.push_back(i);
+    int expected = 0;
+    for (int x : list) EXPECT_EQ(x, expected++) << "the list lost an element";
+  }
+  log.close();
+  expect_every_new_aligned(log, 128, "std::list<int, AlignedAllocator<int, 128>>");
+  EXPECT_EQ(log.news(), log.deletes()) << "every node the list allocated must be freed when it is destroyed";
+}
+
+TEST(AlignedRebind, MapNodesKeepTheAlignment) {
+  using Alloc = AlignedAllocator<std::pair<const int, int>, 256>;
+  ASSERT_TRUE((hands_out_memory<Alloc>()));
+  HeapLog log;
+  {
+    std::map<int, int, std::less<int>, Alloc> map;
+    for (int i = 0; i < 40; ++i) map.emplace(i, i * i);
+    EXPECT_EQ(map.at(7), 49) << "the map lost an entry";
+  }
+  log.close();
+  expect_every_new_aligned(log, 256, "std::map<int, int, std::less<int>, AlignedAllocator<..., 256>>");
+}
+
+TEST(AlignedRebind, StringBufferIsAligned) {
+  using String = std::basic_string<char, std::char_traits<char>, AlignedAllocator<char, 64>>;
+  ASSERT_TRUE((hands_out_memory<AlignedAllocator<char, 64>>()));
+  HeapLog log;
+  {
+    String s(100, 'x');
+    EXPECT_EQ(address(s.data()) % 64, 0u) << "a 100-character string's buffer must start on a cache line";
+    for (int i = 0; i < 20; ++i) s += "0123456789abcdef0123456789abcdef";
+    EXPECT_EQ(s.size(), 740u) << "the string lost characters while it grew";
+  }
+  log.close();
+  expect_every_new_aligned(log, 64, "std::basic_string<char, ..., AlignedAllocator<char, 64>>");
+}
+
+TEST(AlignedRebind, AllocateSharedUsesTheAlignment) {
+  ASSERT_TRUE((hands_out_memory<AlignedAllocator<Wide, 64>>()));
+  HeapLog log;
+  std::shared_ptr<Wide> w = std::allocate_shared<Wide>(AlignedAllocator<Wide, 64>{});
+  std::shared_ptr<int> i = std::allocate_shared<int>(AlignedAllocator<int, 128>{}, 42);
+  log.close();
+  ASSERT_EQ(log.news(), 2u) << "allocate_shared allocates one block (control block and object together) each time";
+  ASSERT_TRUE(w && i);
+  EXPECT_EQ(address(w.get()) % 128, 0u)
+      << "allocate_shared<Wide> put an alignas(128) object at " << static_cast<void*>(w.get())
+      << ", not a multiple of 128: the control block that holds it must be allocated with alignof(Wide) even "
+         "though the allocator's Align is 64.";
+  EXPECT_EQ(log.begin()[0].alignment, 128u)
+      << "allocate_shared<Wide>(AlignedAllocator<Wide, 64>) must allocate its block with alignment 128, the "
+         "larger of Align and the alignment of the rebound type.";
+  EXPECT_EQ(log.begin()[1].alignment, 128u)
+      << "allocate_shared<int>(AlignedAllocator<int, 128>) must allocate its block (a control block, not an "
+         "int: the allocator is rebound) with alignment 128, not "
+      << log.begin()[1].alignment << ".";
+  EXPECT_EQ(*i, 42) << "allocate_shared must construct the object with its arguments";
+}
+
+TEST(AlignedRebind, OverAlignedTypesGetTheirOwnAlignment) {
+  AlignedAllocator<Wide, 64> alloc;
+  std::vector<Wide*> blocks;
+  blocks.reserve(24);  // so that the log sees the allocator's calls only
+  HeapLog log;
+  for (int k = 0; k < 24; ++k) blocks.push_back(alloc.allocate(3));
+  for (Wide* p : blocks) alloc.deallocate(p, 3);
+  log.close();
+  for (Wide* p : blocks) {
+    ASSERT_NE(p, nullptr) << "AlignedAllocator<Wide, 64>::allocate(3) returned nullptr.";
+    ASSERT_EQ(address(p) % 128, 0u)
+        << "AlignedAllocator<Wide, 64> returned " << static_cast<void*>(p) << " for an alignas(128) type: a "
+        << "Wide stored there is misaligned. The alignment is the larger of Align and alignof(T).";
+  }
+  for (const HeapCall& c : log) {
+    ASSERT_EQ(c.alignment, 128u) << "AlignedAllocator<Wide, 64> passed alignment " << c.alignment << " to operator "
+                                 << (c.is_new ? "new" : "delete") << "; it must be max(64, alignof(Wide)) = 128, "
+                                 << "the same in allocate and in deallocate.";
+  }
+}
+
+TEST(AlignedRebind, AllInstancesCompareEqual) {
+  AlignedAllocator<int, 64> a, b;
+  AlignedAllocator<double, 64> d(a);
+  EXPECT_TRUE(a == b) << "two AlignedAllocator<int, 64> must compare equal: either can free what the other "
+                         "allocated, so containers may swap and move their buffers between them.";
+  EXPECT_FALSE(a != b) << "a != b must be the negation of a == b.";
+  EXPECT_TRUE(a == d) << "AlignedAllocator<int, 64> == AlignedAllocator<double, 64> must be true: a container "
+                         "compares its allocator with rebound copies of it.";
+  AlignedAllocator<int, 64> back(d);
+  EXPECT_TRUE(back == a) << "an allocator converted to another type and back must still compare equal";
+  int* p = a.allocate(4);
+  ASSERT_NE(p, nullptr) << "allocate(4) returned nullptr.";
+  b.deallocate(p, 4);  // legal because they are equal; AddressSanitizer checks the rest
+}
+
+TEST(AlignedRebind, TraitsSayWhatTheAllocatorIs) {
+  using A = AlignedAllocator<int, 256>;
+  using Traits = std::allocator_traits<A>;
+  EXPECT_TRUE(Traits::is_always_equal::value)
+      << "is_always_equal must be std::true_type: the allocator has no state.";
+  EXPECT_TRUE((std::is_same_v<Traits::rebind_alloc<long>, AlignedAllocator<long, 256>>))
+      << "rebinding AlignedAllocator<int, 256> to long must give AlignedAllocator<long, 256>: the alignment "
+         "travels with the allocator.";
+  EXPECT_TRUE(std::is_nothrow_default_constructible_v<A>) << "the default constructor is noexcept";
+  EXPECT_TRUE((std::is_nothrow_constructible_v<A, const AlignedAllocator<char, 256>&>))
+      << "converting from AlignedAllocator<U, Align> is noexcept: containers rely on it";
+}
+
+TEST(AlignedRebind, OverflowingSizeThrowsBadArrayNewLength) {
+  AlignedAllocator<Triple, 64> alloc;
+  const std::size_t n = std::numeric_limits<std::size_t>::max() / sizeof(Triple) + 1;
+  HeapLog log;
+  bool threw_right = false;
+  bool threw_other = false;
+  Triple* p = nullptr;
+  try {
+    p = alloc.allocate(n);
+  } catch (const std::bad_array_new_length&) {
+    threw_right = true;
+  } catch (...) {
+    threw_other = true;
+  }
+  log.close();
+  EXPECT_TRUE(threw_right) << "allocate(" << n << ") of 24-byte objects must throw std::bad_array_new_length: "
+                           << n << " * 24 does not fit in a std::size_t. "
+                           << (threw_other ? "It threw something else."
+                                           : "It returned a block instead: the product wrapped around to a few "
+                                             "bytes, and a container would write far past their end. Compare n "
+                                             "with SIZE_MAX / sizeof(T) before multiplying.");
+  EXPECT_EQ(log.news(), 0u) << "an overflowing request must be refused before the heap is asked for anything";
+  if (p != nullptr) alloc.deallocate(p, n);
+}
+
+}  // namespace stage2_rebind
