@@ -31,6 +31,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)\)")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _GLOBAL_NAME = re.compile(r"(?<![\w>)\]])::\w")
+_TEST_NAME = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*")
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _SOURCES = re.compile(r"generated from the following files?:\s*<ul>(.*?)</ul>", re.S)
 _SVG_OBJECT = re.compile(r'<object type="image/svg\+xml" data="([^"]+)"[^>]*></object>')
@@ -283,10 +284,15 @@ def _text(text: str) -> str:
 def _code(span: re.Match) -> str:
     """A code span as Doxygen shows it faithfully. Doxygen reads a `::` that opens a name, even in
     code, as a request to link to that name, drops the `::` and warns: such a span goes to the page
-    as HTML instead."""
-    if not _GLOBAL_NAME.search(span.group(2)):
-        return span.group(0)
-    return f"\\htmlonly<code>{html.escape(span.group(2).strip(), quote=False)}</code>\\endhtmlonly"
+    as HTML instead. So does a test's name (`Suite.Test`), with a place to break the line after the
+    dot, so that a table column of test names can be narrow without breaking a name mid-word."""
+    code = span.group(2).strip()
+    if _TEST_NAME.fullmatch(code):
+        suite, test = code.split(".")
+        return f"\\htmlonly<code>{suite}.<wbr/>{test}</code>\\endhtmlonly"
+    if _GLOBAL_NAME.search(code):
+        return f"\\htmlonly<code>{html.escape(code, quote=False)}</code>\\endhtmlonly"
+    return span.group(0)
 
 
 def _escape(text: str) -> str:
