@@ -4,8 +4,9 @@ contracts (the skeletons' doc comments). The reference solutions are not in it; 
 maintainer's site (`docs --maintainer`) documents them instead, with their sources.
 
 The chapters are not given to Doxygen as they are: each is copied into the output folder with its
-hints and quiz added and with its links to files that are not pages of the site turned into
-plain paths, so the site never links into the repository."""
+hints and quiz added, its links to files that are not pages of the site turned into plain paths
+(the site never links into the repository), and the few constructs Doxygen 1.9 misreads (bold
+that opens on code, a name that opens on `::`) written the way it reads them."""
 from __future__ import annotations
 
 import html
@@ -67,8 +68,8 @@ def build_docs(catalog: Catalog, maintainer: bool = False, out: Path | None = No
     out = (out or (MAINTAINER_OUT if maintainer else OUT)).resolve()
     try:
         inputs = stage(catalog, out / "src", maintainer)
-    except CatalogError as err:
-        return False, str(err)
+    except (CatalogError, OSError) as err:
+        return False, f"cannot prepare the pages: {err}"
     shutil.rmtree(out / "html", ignore_errors=True)  # a page of an earlier build must not linger
     config = out / "Doxyfile"
     config.write_text(_config(out, inputs, maintainer), encoding="utf-8")
