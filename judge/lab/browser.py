@@ -28,7 +28,7 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 # Run in the page once it has loaded: what it links to, what it shows, which anchors it has.
 _INVENTORY = """(async () => {
   const settled = img => img.complete ? null : new Promise(done => {
-    img.addEventListener('load', done); img.addEventListener('error', done); setTimeout(done, 3000); });
+    img.addEventListener('load', done); img.addEventListener('error', done); setTimeout(done, 15000); });
   await Promise.all(Array.from(document.images, settled));
   return {
   links: Array.from(document.querySelectorAll('a[href]'), a => a.href),

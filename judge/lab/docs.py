@@ -4,8 +4,9 @@ contracts (the skeletons' doc comments). The reference solutions are not in it; 
 maintainer's site (`docs --maintainer`) documents them instead, with their sources.
 
 The chapters are not given to Doxygen as they are: each is copied into the output folder with its
-hints and quiz added and with its links to files that are not pages of the site turned into
-plain paths, so the site never links into the repository."""
+hints and quiz added, its links to files that are not pages of the site turned into plain paths
+(the site never links into the repository), and the few constructs Doxygen 1.9 misreads (bold
+that opens on code, a name that opens on `::`) written the way it reads them."""
 from __future__ import annotations
 
 import html
@@ -31,6 +32,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)\)")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _GLOBAL_NAME = re.compile(r"(?<![\w>)\]])::\w")
+_TEST_NAME = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*")
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _SOURCES = re.compile(r"generated from the following files?:\s*<ul>(.*?)</ul>", re.S)
 _SVG_OBJECT = re.compile(r'<object type="image/svg\+xml" data="([^"]+)"[^>]*></object>')
@@ -66,8 +68,8 @@ def build_docs(catalog: Catalog, maintainer: bool = False, out: Path | None = No
     out = (out or (MAINTAINER_OUT if maintainer else OUT)).resolve()
     try:
         inputs = stage(catalog, out / "src", maintainer)
-    except CatalogError as err:
-        return False, str(err)
+    except (CatalogError, OSError) as err:
+        return False, f"cannot prepare the pages: {err}"
     shutil.rmtree(out / "html", ignore_errors=True)  # a page of an earlier build must not linger
     config = out / "Doxyfile"
     config.write_text(_config(out, inputs, maintainer), encoding="utf-8")
@@ -283,10 +285,15 @@ def _text(text: str) -> str:
 def _code(span: re.Match) -> str:
     """A code span as Doxygen shows it faithfully. Doxygen reads a `::` that opens a name, even in
     code, as a request to link to that name, drops the `::` and warns: such a span goes to the page
-    as HTML instead."""
-    if not _GLOBAL_NAME.search(span.group(2)):
-        return span.group(0)
-    return f"\\htmlonly<code>{html.escape(span.group(2).strip(), quote=False)}</code>\\endhtmlonly"
+    as HTML instead. So does a test's name (`Suite.Test`), with a place to break the line after the
+    dot, so that a table column of test names can be narrow without breaking a name mid-word."""
+    code = span.group(2).strip()
+    if _TEST_NAME.fullmatch(code):
+        suite, test = code.split(".")
+        return f"\\htmlonly<code>{suite}.<wbr/>{test}</code>\\endhtmlonly"
+    if _GLOBAL_NAME.search(code):
+        return f"\\htmlonly<code>{html.escape(code, quote=False)}</code>\\endhtmlonly"
+    return span.group(0)
 
 
 def _escape(text: str) -> str:

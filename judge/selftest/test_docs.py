@@ -115,6 +115,10 @@ class ForDoxygenTest(unittest.TestCase):
                          r"\htmlonly<code>::operator new(n)</code>\endhtmlonly or `std::byte`")
         self.assertEqual(self.convert("from ::operator new(n) to std::free"), r"from \::operator new(n) to std::free")
 
+    def test_a_test_name_may_break_after_its_dot(self):
+        self.assertEqual(self.convert("| `ArenaBasics.ExactFitSucceeds` | `a.b()` |"),
+                         r"| \htmlonly<code>ArenaBasics.<wbr/>ExactFitSucceeds</code>\endhtmlonly | `a.b()` |")
+
     def test_code_blocks_are_left_alone(self):
         block = "```\n**x** [a](../docs/authoring.md)\n```\n"
         self.assertEqual(self.convert(block), block)
