@@ -90,8 +90,8 @@ def svg(snapshot: dict, title: str) -> str:
     caption = [
         f"allocated {_mib(allocated)} of reserved {_mib(reserved)}{ratio}; largest free block {_mib(largest)}",
         f"{stats.get('device_mallocs', 0)} device mallocs, {stats.get('device_frees', 0)} device frees, "
-        f"{stats.get('cache_hits', 0):,} cache hits, {stats.get('oom_retries', 0)} OOM retries; "
-        f"one row per segment, to scale ({_mib(round(_BAR / scale))} across)",
+        f"{stats.get('cache_hits', 0):,} cache hits, {stats.get('oom_retries', 0)} OOM retries"
+        + (f"; one row per segment, to scale ({_mib(round(_BAR / scale))} across)" if segments else ""),
     ]
     legend_y = y + 6
     out.append(f'<rect x="20" y="{legend_y}" width="14" height="14" fill="{_ALLOCATED}"/>'
@@ -105,7 +105,7 @@ def svg(snapshot: dict, title: str) -> str:
             f'height="{height}" font-family="sans-serif">'
             f'<rect width="100%" height="100%" fill="#ffffff"/>'
             f'<text x="20" y="30" font-size="17" font-weight="bold" fill="{_INK}">{escape(title)}</text>')
-    return head + "".join(out) + "</svg>\n"
+    return head + "\n" + "\n".join(out) + "\n</svg>\n"
 
 
 def wanted(exercise: Exercise) -> bool:
@@ -124,6 +124,8 @@ def draw(binary: Path, title: str, out: Path) -> str:
         snapshot = parse(result.stdout.text())
     except ValueError as err:  # json.JSONDecodeError is one
         return f"no snapshot: {err}"
+    if isinstance(snapshot.get("workload"), str):
+        title += f", {snapshot['workload']} workload"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(svg(snapshot, title), encoding="utf-8")
     return ""

@@ -22,11 +22,14 @@ TEST(CachingRounding, RoundSizeRoundsUpToMultiplesOf512) {
   const std::size_t cases[][2] = {{1, 512},       {511, 512},           {512, 512},          {513, 1024},
                                   {1000, 1024},   {4096, 4096},         {4097, 4608},        {MiB, MiB},
                                   {MiB + 1, MiB + 512}, {20 * MiB - 1, 20 * MiB}};
+  std::string wrong;
   for (const auto& c : cases)
-    EXPECT_EQ(Allocator::round_size(c[0]), c[1])
-        << "round_size(" << c[0] << ") must be " << c[1]
-        << ": every block is a multiple of 512 bytes, so that what is left of a split block is a usable block "
-           "and every block stays 512-byte aligned.";
+    if (Allocator::round_size(c[0]) != c[1])
+      wrong += "\n  round_size(" + std::to_string(c[0]) + ") is " + std::to_string(Allocator::round_size(c[0])) +
+               ", not " + std::to_string(c[1]);
+  EXPECT_TRUE(wrong.empty()) << "round_size(n) rounds n up to a multiple of 512: every block is a multiple of 512 "
+                                "bytes, so that what is left of a split block is a usable block and every block "
+                                "stays 512-byte aligned." << wrong;
   EXPECT_EQ(Allocator::round_size(0), 512u)
       << "round_size(0) must be 512: the smallest block is 512 bytes, whatever is asked.";
 }
