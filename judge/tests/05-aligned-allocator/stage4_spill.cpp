@@ -153,8 +153,26 @@ TEST(ArenaSpill, AHugeRequestDoesNotWrapAround) {
          "check that adds, used + bytes > size, wraps around to 0 here and hands out the buffer for a request "
          "of 16 EiB. Compare bytes with what is left instead.";
   EXPECT_EQ(p, nullptr);
+  // With 8 bytes of padding in front, padding + bytes wraps around to 4.
+  volatile std::size_t almost_all = std::numeric_limits<std::size_t>::max() - 3;
+  EXPECT_THROW(p = arena.allocate(almost_all, 16), std::bad_alloc)
+      << "allocate(SIZE_MAX - 3, 16) after 8 bytes needs 8 bytes of padding: padding + bytes wraps around to "
+         "4, which seems to fit. Check the padding and the size against what is left one at a time, never "
+         "their sum.";
+  EXPECT_EQ(p, nullptr);
   EXPECT_EQ(arena.used(), 8u) << "a failed request must change nothing";
   EXPECT_EQ(arena.upstream_bytes(), 0u) << "a refused upstream request holds nothing";
+}
+
+TEST(ArenaSpill, AnEmptyBufferSendsEverythingUpstream) {
+  TrackingResource upstream;
+  ArenaResource arena(nullptr, 0, &upstream);
+  void* p = must_allocate(arena, 16, 8);
+  EXPECT_NE(p, nullptr) << "an arena without a buffer serves every request from upstream";
+  EXPECT_EQ(upstream.outstanding_blocks(), 1u) << "the 16 bytes must come from upstream: there is no buffer";
+  EXPECT_EQ(arena.used(), 0u) << "nothing is taken from a buffer of size 0";
+  arena.release();
+  EXPECT_EQ(upstream.outstanding_blocks(), 0u) << "release() gives the block back";
 }
 
 TEST(ArenaSpill, ExactFitUsesTheBuffer) {
