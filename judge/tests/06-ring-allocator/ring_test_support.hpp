@@ -44,6 +44,13 @@ inline std::size_t first_changed(const void* p, std::size_t n, std::uint64_t see
   return n;
 }
 
+/// A block handed out, with the seed of the pattern written into it.
+struct Block {
+  unsigned char* p;
+  std::size_t n;
+  std::uint64_t seed;
+};
+
 /// The contract of RingBumpAllocator, written as plainly as possible: positions only grow,
 /// a block goes at `head % capacity` aligned up, or at offset 0 when it would cross the
 /// end (the skipped bytes count as in use), and nothing may be more than a lap ahead of the

@@ -15,6 +15,7 @@
 namespace stage2_laps {
 
 using alloclab::RingBumpAllocator;
+using alloclab::test::ring::Block;
 using alloclab::test::ring::fill;
 using alloclab::test::ring::first_changed;
 using alloclab::test::ring::RingModel;
@@ -186,11 +187,6 @@ void run_laps(std::size_t capacity, std::uint64_t seed, int steps) {
   ASSERT_EQ(ring.capacity(), capacity) << "capacity() must be the constructor's argument, a multiple of 4096.";
   RingModel model{capacity};
   XorShift rng{seed};
-  struct Block {
-    unsigned char* p;
-    std::size_t n;
-    std::uint64_t seed;
-  };
   struct Step {
     std::uint64_t checkpoint;
     std::vector<Block> blocks;

@@ -22,15 +22,10 @@
 namespace stage3_two_threads {
 
 using alloclab::RingBumpAllocator;
+using alloclab::test::ring::Block;
 using alloclab::test::ring::fill;
 using alloclab::test::ring::first_changed;
 using alloclab::test::ring::XorShift;
-
-struct Block {
-  unsigned char* p;
-  std::size_t n;
-  std::uint64_t seed;
-};
 
 struct Step {
   std::uint64_t checkpoint;
