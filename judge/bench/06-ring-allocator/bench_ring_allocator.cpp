@@ -199,8 +199,10 @@ void BM_StagingRing(benchmark::State& state) {
       state,
       [&](std::size_t n, Step& step) -> void* {
         void* p = nullptr;
-        // Full: the consumer has not reclaimed enough yet. A ring that never makes room gives up.
-        for (int tries = 0; (p = ring.allocate(n)) == nullptr && tries < 10'000'000; ++tries) {
+        // Full: wait until the consumer has reclaimed enough. An empty ring that refuses, or
+        // one that never makes room, will not change its mind.
+        for (int tries = 0; (p = ring.allocate(n)) == nullptr; ++tries) {
+          if (ring.in_use() == 0 || tries == 10'000'000) break;
           ++waits;
           std::this_thread::yield();
         }
