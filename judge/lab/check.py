@@ -5,6 +5,7 @@ caught by the test it names, and the learner's docs build without warnings and l
 browser with nothing broken."""
 from __future__ import annotations
 
+import os
 import queue
 import re
 import subprocess
@@ -13,9 +14,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from . import bench, browser, build, docs, ui, verify
+from . import bench, browser, build, docs, run as runner, sanitizers, ui, verify
 from .catalog import ROOT, Catalog, Exercise, validate
 from .mistakes import Mistake, PatchError, materialize, mistakes
+
+# How many times in a row the reference must pass every thread stage: a flaky test shows.
+THREAD_REPEATS = 20
 
 
 @dataclass
@@ -59,6 +63,8 @@ def run(args, catalog: Catalog) -> int:
         for compiler in compilers:
             jobs.append((_reference, ex, compiler))
             jobs.append((_skeleton, ex, compiler))
+            if any("tsan" in s.sanitizers for s in ex.stages):
+                jobs.append((_thread_stages_repeated, ex, compiler))
         for mistake in mistakes(ex):
             jobs.append((_mistake, ex, mistake))
         if ex.bench_dir.is_dir():
@@ -140,6 +146,32 @@ def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
         detail += ("\n" if detail else "") + "these tests crash or hang on the skeleton instead of failing: " + \
             ", ".join(crashed)
     return Item(not passing and not crashed, what, detail)
+
+
+def _thread_stages_repeated(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
+    """Every stage that runs under ThreadSanitizer, run THREAD_REPEATS times in one process
+    against the reference: a test that passes only most of the time is a broken test."""
+    what = (f"{ex.name}: the reference passes the thread stages {THREAD_REPEATS} times in a row under "
+            f"ThreadSanitizer with {build.COMPILERS[compiler]}")
+    impl, target, limits = build.Impl("solutions"), f"test_{ex.name}", catalog.limits
+    tree = build.tree_dir(compiler, "tsan", impl)
+    suites = ":".join(f"{s.suite}.*" for s in ex.stages if "tsan" in s.sanitizers)
+    with build.locked(tree):
+        built = build.configure_and_build(tree, target, compiler, "tsan", impl, ex.name, True,
+                                          limits.build_timeout_seconds)
+        if not built.ok:
+            return Item(False, what, built.problem or "the reference does not build")
+        env = dict(os.environ, **sanitizers.environment(limits.memory_mb), GTEST_COLOR="no")
+        result = runner.run([str(tree / target), f"--gtest_filter={suites}", f"--gtest_repeat={THREAD_REPEATS}",
+                             "--gtest_brief=1"], cwd=tree, env=env,
+                            timeout=limits.test_timeout_seconds * THREAD_REPEATS, keep_bytes=limits.output_bytes)
+    if result.returncode == 0 and not result.timed_out:
+        return Item(True, what)
+    finding = sanitizers.summarize(result.stderr.text())
+    failed = re.findall(r"^\[  FAILED  \] (\w+\.\w+)", result.stdout.text(), re.M)
+    why = ("timed out" if result.timed_out else finding.line() if finding else
+           "failed: " + ", ".join(sorted(set(failed))) if failed else f"exit status {result.returncode}")
+    return Item(False, what, f"one of the {THREAD_REPEATS} runs {why}")
 
 
 def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Item:

@@ -1,0 +1,163 @@
+// Stage 4 — ASan-aware: AddressSanitizer knows which bytes of the ring are handed out.
+//
+// The buffer comes from mmap, so ASan knows nothing of it unless the ring tells it: every
+// byte not handed out must be poisoned. What the consumer reclaims is poisoned at the latest
+// by the producer's next allocate() (the producer may do it, so that only one thread ever
+// writes the buffer's shadow), and the tests read the shadow only after such a call.
+//
+// ASan keeps one shadow byte per 8 bytes ("granule") and can only say "the first k bytes of
+// this granule are live". So every block checked here starts on an 8-aligned address, and a
+// poisoned byte is only expected where a granule's live bytes would not have to follow it.
+#include "ring_allocator.hpp"
+
+#include <optional>
+
+#include "alloclab_test.hpp"
+#include "ring_test_support.hpp"
+
+namespace stage4_asan {
+
+using alloclab::RingBumpAllocator;
+using alloclab::test::first_poisoned;
+using alloclab::test::is_poisoned;
+using alloclab::test::ring::fill;
+
+// The offset, from `p`, of the first byte in [p, p + n) that ASan would NOT report, or n.
+std::size_t first_live(const void* p, std::size_t n) {
+  const auto* bytes = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!is_poisoned(bytes + i)) return i;
+  return n;
+}
+
+// A read the compiler may not remove: ASan checks it like any other.
+unsigned char read_byte(const void* p) { return *static_cast<const volatile unsigned char*>(p); }
+
+TEST(RingAsan, ANewBufferIsPoisoned) {
+  ALLOCLAB_REQUIRE_ASAN();
+  for (std::size_t capacity : {std::size_t{4096}, std::size_t{3 * 4096}}) {
+    RingBumpAllocator ring(capacity);
+    auto* start = static_cast<unsigned char*>(ring.allocate(1, 1));
+    ASSERT_NE(start, nullptr) << "allocate(1, 1) on a new ring returned nullptr.";
+    const std::size_t live = first_live(start + 1, capacity - 1);
+    EXPECT_EQ(live, capacity - 1)
+        << "In a new ring of " << capacity << " bytes with one byte handed out, byte " << 1 + live << " is not "
+           "poisoned. mmap'd memory is not ASan's: it reports nothing there unless told. Poison the whole "
+           "buffer in the constructor (ASAN_POISON_MEMORY_REGION), so that a stray read or write into bytes "
+           "never handed out is reported.";
+  }
+}
+
+TEST(RingAsan, AllocateUnpoisonsExactlyTheBlock) {
+  ALLOCLAB_REQUIRE_ASAN();
+  RingBumpAllocator ring(4096);
+  for (std::size_t n : {std::size_t{13}, std::size_t{1}, std::size_t{100}, std::size_t{64}, std::size_t{1021}}) {
+    auto* p = static_cast<unsigned char*>(ring.allocate(n, 64));
+    ASSERT_NE(p, nullptr) << "allocate(" << n << ", 64) returned nullptr.";
+    EXPECT_EQ(first_poisoned(p, n), nullptr) << "allocate(" << n << ", 64) must unpoison all of the block, or the "
+                                                "caller's own use of it is reported.";
+    EXPECT_TRUE(is_poisoned(p + n)) << "allocate(" << n << ", 64) must leave the byte right after the block poisoned: "
+                                       "unpoison [p, p + n) exactly, so a one-byte overrun is reported.";
+  }
+}
+
+TEST(RingAsan, PaddingStaysPoisoned) {
+  ALLOCLAB_REQUIRE_ASAN();
+  RingBumpAllocator ring(4096);
+  auto* a = static_cast<unsigned char*>(ring.allocate(8, 8));
+  auto* b = static_cast<unsigned char*>(ring.allocate(8, 256));
+  ASSERT_TRUE(a && b) << "allocate(8, 8) then allocate(8, 256) on a new ring returned nullptr.";
+  const std::size_t live = first_live(a + 8, 248);
+  EXPECT_EQ(live, 248u) << "The 248 bytes of padding between an 8-byte block and the next 256-aligned one must stay "
+                           "poisoned, but byte "
+                        << 8 + live << " is live. Unpoison the block, not everything from the old head: "
+                                       "padding belongs to no one.";
+}
+
+TEST(RingAsan, TheSkippedEndStaysPoisoned) {
+  ALLOCLAB_REQUIRE_ASAN();
+  RingBumpAllocator ring(4096);
+  auto* start = static_cast<unsigned char*>(ring.allocate(3000, 8));
+  ASSERT_NE(start, nullptr) << "allocate(3000, 8) returned nullptr.";
+  ring.reclaim(ring.checkpoint());
+  auto* wrapped = static_cast<unsigned char*>(ring.allocate(2000, 8));
+  ASSERT_EQ(wrapped, start) << "allocate(2000, 8) with the head at offset 3000 must start at offset 0.";
+  const std::size_t live = first_live(start + 3000, 1096);
+  EXPECT_EQ(live, 1096u) << "The 1096 bytes skipped at the end of the buffer (offsets 3000 to 4096) were not handed "
+                            "out and must be poisoned, but offset "
+                         << 3000 + live << " is live. Unpoison the block at offset 0 only.";
+  EXPECT_EQ(first_poisoned(wrapped, 2000), nullptr) << "The block placed at offset 0 must be live.";
+}
+
+TEST(RingAsan, ReclaimedBytesArePoisonedByTheNextAllocate) {
+  ALLOCLAB_REQUIRE_ASAN();
+  RingBumpAllocator ring(4 * 4096);
+  auto* old = static_cast<unsigned char*>(ring.allocate(1000, 64));
+  auto* old2 = static_cast<unsigned char*>(ring.allocate(520, 64));
+  ASSERT_TRUE(old && old2) << "allocate(1000, 64) then allocate(520, 64) returned nullptr.";
+  fill(old, 1000, 1);
+  ring.reclaim(ring.checkpoint());
+  ASSERT_NE(ring.allocate(64, 64), nullptr) << "allocate(64, 64) after a reclaim returned nullptr.";
+  const std::size_t live = first_live(old, 1000);
+  EXPECT_EQ(live, 1000u) << "A step was reclaimed and the producer has allocated since, yet byte " << live << " of "
+                            "the step's first block is still live. Poison what reclaim gives back (at the latest "
+                            "in the next allocate), so that a pointer kept from a finished step is reported.";
+  EXPECT_EQ(first_live(old2, 520), 520u) << "Every block of the reclaimed step must be poisoned, the last one too.";
+}
+
+TEST(RingAsan, ReclaimLeavesLaterStepsLive) {
+  ALLOCLAB_REQUIRE_ASAN();
+  RingBumpAllocator ring(4096);
+  ASSERT_NE(ring.allocate(1000, 64), nullptr) << "allocate(1000, 64) returned nullptr.";
+  const std::uint64_t step1 = ring.checkpoint();
+  auto* kept = static_cast<unsigned char*>(ring.allocate(1000, 64));
+  ASSERT_NE(kept, nullptr) << "allocate(1000, 64) returned nullptr.";
+  ring.reclaim(step1);
+  auto* next = static_cast<unsigned char*>(ring.allocate(100, 64));
+  ASSERT_NE(next, nullptr) << "allocate(100, 64) returned nullptr.";
+  EXPECT_EQ(first_poisoned(kept, 1000), nullptr)
+      << "reclaim(" << step1 << ") poisoned bytes of the step after it: poison the reclaimed positions only, the "
+         "rest is still in use.";
+  EXPECT_EQ(first_poisoned(next, 100), nullptr) << "The new block must be live.";
+}
+
+TEST(RingAsan, TheDestructorUnpoisonsTheBuffer) {
+  ALLOCLAB_REQUIRE_ASAN();
+  constexpr std::size_t kCapacity = 1 << 16;
+  std::optional<RingBumpAllocator> ring(std::in_place, kCapacity);
+  auto* start = static_cast<unsigned char*>(ring->allocate(64, 64));
+  ASSERT_NE(start, nullptr) << "allocate(64, 64) returned nullptr.";
+  ring.reset();
+  // The pages are unmapped now, but their shadow is still there: it is ASan's own memory.
+  EXPECT_EQ(first_poisoned(start, kCapacity), nullptr)
+      << "After the ring was destroyed, the shadow of its former buffer is still poisoned. ASan's allocator never "
+         "owned these pages, so nothing else will clear it, and the next mmap the kernel places at this address "
+         "would start out poisoned: false reports in code that did nothing wrong. Unpoison the whole buffer "
+         "before munmap.";
+}
+
+TEST(RingAsan, ReadingAReclaimedBlockIsReported) {
+  ALLOCLAB_REQUIRE_ASAN();
+  RingBumpAllocator ring(4 * 4096);
+  auto* old = static_cast<unsigned char*>(ring.allocate(256, 64));
+  ASSERT_NE(old, nullptr) << "allocate(256, 64) returned nullptr.";
+  fill(old, 256, 9);
+  ring.reclaim(ring.checkpoint());
+  ASSERT_NE(ring.allocate(64, 64), nullptr) << "allocate(64, 64) after a reclaim returned nullptr.";
+  alloclab::test::quick_death_tests();
+  EXPECT_DEATH(read_byte(old + 100), "use-after-poison")
+      << "Reading a block whose step was reclaimed, once the producer has allocated again, must be reported by "
+         "AddressSanitizer: a pointer kept from a finished step is dangling.";
+}
+
+TEST(RingAsan, ReadingPastABlockIsReported) {
+  ALLOCLAB_REQUIRE_ASAN();
+  RingBumpAllocator ring(4096);
+  auto* p = static_cast<unsigned char*>(ring.allocate(13, 64));
+  ASSERT_NE(p, nullptr) << "allocate(13, 64) returned nullptr.";
+  alloclab::test::quick_death_tests();
+  EXPECT_DEATH(read_byte(p + 13), "use-after-poison")
+      << "Reading the byte right after a 13-byte block must be reported by AddressSanitizer.";
+}
+
+}  // namespace stage4_asan
