@@ -4,6 +4,8 @@ started; the hints taken and the quiz score; an overall progress bar. And the ne
 the first stage that fails."""
 from __future__ import annotations
 
+import shutil
+import textwrap
 from pathlib import Path
 
 from . import course, progress, ui
@@ -109,7 +111,9 @@ def next_hint(exercise: Exercise, path: Path = progress.STATE) -> str:
                       else f"Stage {number} ({current.title}):", "dim")]
     if not new:
         lines.append(f"You have seen all {total} hints for stage {number}. The last one again:")
-    lines.append(ui.paint(f"Hint {which} of {total} for stage {number} ({hint.level}):", "bold") + " " + hint.text)
+    heading = f"Hint {which} of {total} for stage {number} ({hint.level}):"
+    text = textwrap.fill(f"{heading} {hint.text}", max(shutil.get_terminal_size((100, 24)).columns - 1, 40))
+    lines.append(ui.paint(heading, "bold") + text[len(heading):])  # painted after wrapping: codes have no width
     if not new:
         lines.append(f'Still stuck? The part "The task" of {shown(exercise.chapter)} states the contract, and '
                      f"`python3 judge/judge.py test {exercise.id} -v` shows every message.")
