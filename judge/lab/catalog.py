@@ -35,10 +35,13 @@ class CatalogError(Exception):
 
 @dataclass(frozen=True)
 class Limits:
-    test_timeout_seconds: float = 30
-    output_bytes: int = 65536
-    memory_mb: int = 4096
-    build_timeout_seconds: float = 300
+    """The catalog's [limits], the one place they are written (CMakeLists.txt reads the test
+    time limit from there too, for ctest)."""
+    test_timeout_seconds: float
+    output_bytes: int
+    memory_mb: int
+    build_timeout_seconds: float
+    bench_timeout_seconds: float
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ class Exercise:
 @dataclass(frozen=True)
 class Catalog:
     exercises: tuple[Exercise, ...]
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = field(default_factory=lambda: load().limits)
 
     def resolve(self, name: str) -> Exercise:
         """`1`, `01`, `arena` and `01-arena` all name exercise 01."""
@@ -121,7 +124,7 @@ def load(path: Path = CATALOG) -> Catalog:
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise CatalogError(f"cannot read the catalog {path}: {err}") from None
     try:
-        limits = Limits(**data.get("limits", {}))
+        limits = Limits(**data["limits"])
         exercises = [_exercise(raw) for raw in data.get("exercise", [])]
     except (TypeError, KeyError, ValueError) as err:
         raise CatalogError(f"the catalog {path} is malformed: {err}") from None
