@@ -15,7 +15,7 @@ _SUFFIX_RE = re.compile(r"/(threads|real_time|process_time|min_time|iterations|r
 def add_parser(sub) -> None:
     s = sub.add_parser("bench", help="benchmark your allocator and the reference against real allocators")
     s.add_argument("exercise")
-    s.add_argument("--compiler", choices=("clang", "gcc"), default="clang")
+    s.add_argument("--compiler", default="clang", metavar="C", help=build.COMPILER_HELP.replace(", or all (both)", ""))
     s.add_argument("--filter", default="", help="only benchmarks whose name matches this regular expression")
     s.add_argument("--min-time", type=float, default=0.2, help="seconds each benchmark runs at least (default 0.2)")
     s.set_defaults(run=run)
@@ -100,7 +100,7 @@ def run(args, catalog: Catalog) -> int:
         return 2
     subject = exercise.bench_subject
     print(ui.paint(f"Building and running the benchmarks of exercise {exercise.id:02d} twice, optimised "
-                   f"({build.COMPILERS[compiler]} -O2): your {exercise.header} and the reference…", "dim"), flush=True)
+                   f"({build.program(compiler)} -O2): your {exercise.header} and the reference…", "dim"), flush=True)
     if progress.status(exercise).get("status") != "passed":
         print(ui.paint(f"Your {exercise.header} has not passed `judge.py test {exercise.id}` yet: a wrong allocator "
                        "can be fast, so read its figures with care.", "yellow"))

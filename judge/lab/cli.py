@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     who = s.add_mutually_exclusive_group()
     who.add_argument("--solution", action="store_true", help="judge the reference solution")
     who.add_argument("--source", metavar="FILE", help="judge FILE in place of the exercise's header")
-    s.add_argument("--compiler", choices=("clang", "gcc", "all"), default="clang")
+    s.add_argument("--compiler", default="clang", metavar="C", help=build.COMPILER_HELP)
     s.add_argument("--stage", type=int, metavar="N", help="run stage N only")
     s.add_argument("--json", action="store_true", help="print one JSON object instead of the report "
                    "(judge/schemas/verdict.schema.json describes it)")

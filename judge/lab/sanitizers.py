@@ -58,7 +58,9 @@ _TSAN_RE = re.compile(r"^WARNING: ThreadSanitizer: ([^(\n]+?)\s*(?:\(|$)", re.M)
 _UBSAN_RE = re.compile(r"^(\S+?):(\d+):(\d+): runtime error: (.+)$", re.M)
 _ACCESS_RE = re.compile(r"^((?:READ|WRITE) of size \d+)", re.M)
 _LEAK_RE = re.compile(r"^((?:Direct|Indirect) leak of \d+ byte\(s\) in \d+ object\(s\))", re.M)
-_FRAME_RE = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.+?) (/\S+?):(\d+)(?::\d+)?$", re.M)
+# A stack frame: `#0 0x55d1 in f(int) /path/file.hpp:3:10` (AddressSanitizer, UBSan), or
+# `#0 f(int) /path/file.hpp:5 (program+0x13db) (BuildId: 52d2)` (ThreadSanitizer).
+_FRAME_RE = re.compile(r"^\s*#\d+ (?:0x[0-9a-f]+ in )?(.+?) (/\S+?):(\d+)(?::\d+)?(?: \([^)]*\))*$", re.M)
 
 # Printed by a runtime's background thread when the program's resident size passes
 # hard_rss_limit_mb: no "ERROR:" and no stack, since no single access is to blame.

@@ -70,7 +70,7 @@ class ConfigResult:
 
     @property
     def label(self) -> str:
-        return f"{build.COMPILERS[self.compiler]} · {self.sanitizer}"
+        return f"{build.program(self.compiler)} · {self.sanitizer}"
 
 
 @dataclass

@@ -27,6 +27,7 @@ def first_line_then_close(argv: list[str]) -> tuple[str, int, str]:
     line = proc.stdout.readline()
     proc.stdout.close()
     err = proc.stderr.read()
+    proc.stderr.close()
     return line, proc.wait(timeout=900), err
 
 
