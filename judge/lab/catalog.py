@@ -98,10 +98,6 @@ class Exercise:
     def stage_for_suite(self, suite: str) -> Stage | None:
         return next((s for s in self.stages if s.suite == suite), None)
 
-    def configs(self, compilers: tuple[str, ...]) -> list[tuple[str, str]]:
-        """Every (compiler, sanitizer) build this exercise is judged in, in report order."""
-        return [(c, s) for c in compilers for s in self.sanitizers]
-
 
 @dataclass(frozen=True)
 class Catalog:
