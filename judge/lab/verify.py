@@ -3,111 +3,27 @@ catalog asks for, runs each stage in its own process, and records what happened 
 
 A verdict of "passed" means every test the suite contains ran, in every configuration, and
 passed; anything else (a crash, a hang, an early exit, a missing report, a sanitizer report,
-a framework the header tampered with) is a failure that says what happened."""
+a framework the header tampered with) is a failure that says what happened.
+
+This module runs the judgement; results.py holds what it finds, gtest_report.py reads what the
+test programs say."""
 from __future__ import annotations
 
-import json
 import os
-import re
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from . import build, integrity, listing, run as runner, sanitizers
-from .catalog import ROOT, Catalog, Exercise, Stage, shown, tests_in_source, without_root
+from .catalog import ROOT, Catalog, Exercise, Stage, shown, tests_in_source
+from .gtest_report import CANARY, read_report, record_finished, record_report, running_test
+from .results import (BuildSummary, ConfigResult, StageResult, StageStatus, TestOutcome, TestStatus,  # noqa: F401
+                      Verdict)
 
-CANARY = "AllocLabCanary"
-
-
-@dataclass
-class TestOutcome:
-    name: str                 # Suite.Test
-    status: str               # passed | failed | crashed | timeout | skipped | not run
-    messages: list[str] = field(default_factory=list)
-    finding: dict | None = None   # a sanitizer report, summarised (sanitizers.Finding)
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "passed"
-
-
-@dataclass
-class StageResult:
-    number: int
-    suite: str
-    title: str
-    goal: str
-    status: str = "failed"    # passed | failed | not built
-    tests: list[TestOutcome] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)   # what went wrong beyond single tests
-    findings: list[dict] = field(default_factory=list)
-    seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)      # worth knowing, but no failure (output capped)
-
-    @property
-    def passed_count(self) -> int:
-        return sum(t.ok for t in self.tests)
-
-
-@dataclass
-class BuildSummary:
-    ok: bool
-    seconds: float
-    error: dict | None = None        # the first compiler error (build.Diagnostic)
-    warnings: list[dict] = field(default_factory=list)
-    problem: str = ""
-
-
-@dataclass
-class ConfigResult:
-    compiler: str
-    sanitizer: str
-    build: BuildSummary
-    stages: list[StageResult] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return f"{build.program(self.compiler)} · {self.sanitizer}"
-
-
-@dataclass
-class Verdict:
-    exercise: str
-    title: str
-    implementation: str
-    file: str
-    passed: bool
-    configs: list[ConfigResult]
-    tampering: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def first_failing_stage(self) -> int | None:
-        failing = [s.number for c in self.configs for s in c.stages if s.status != "passed"]
-        return min(failing) if failing else None
-
-    def to_json(self) -> dict:
-        """One object: the verdict, a summary per stage over every configuration, and the
-        detail per configuration (build, stages, tests with their messages and timings).
-        judge/schemas/verdict.schema.json describes it."""
-        data = asdict(self)
-        data["first_failing_stage"] = self.first_failing_stage()
-        data["verdict"] = "passed" if self.passed else "failed"
-        data["configurations"] = [f"{c.compiler}-{c.sanitizer}" for c in self.configs]
-        stages: dict[int, dict] = {}
-        for config in self.configs:
-            for stage in config.stages:
-                entry = stages.setdefault(stage.number, {"number": stage.number, "suite": stage.suite,
-                                                         "title": stage.title, "status": "passed",
-                                                         "passed": 0, "tests": 0})
-                entry["passed"] += stage.passed_count
-                entry["tests"] += len(stage.tests)
-                if stage.status != "passed":
-                    entry["status"] = stage.status if entry["status"] == "passed" else entry["status"]
-        data["stages"] = [stages[n] for n in sorted(stages)]
-        return data
+# The names the self-tests read GoogleTest's output through, from before the split.
+_read_report, _record_report, _record_finished, _running_test = read_report, record_report, record_finished, running_test
 
 
 def implementation_file(exercise: Exercise, impl: build.Impl) -> Path:
@@ -148,7 +64,7 @@ def judge(catalog: Catalog, exercise: Exercise, impl: build.Impl, compilers: tup
                                              focus, werror, slot, start_macro_check))
         start_macro_check()
         tampering = jobs[0].result()
-    passed = bool(configs) and not tampering and all(s.status == "passed" for c in configs for s in c.stages)
+    passed = bool(configs) and not tampering and all(s.status == StageStatus.PASSED for c in configs for s in c.stages)
     return Verdict(exercise.name, exercise.title, impl.label, shown(focus), passed, configs,
                    tampering, time.monotonic() - start)
 
@@ -156,8 +72,8 @@ def judge(catalog: Catalog, exercise: Exercise, impl: build.Impl, compilers: tup
 def _not_judged(compiler: str, sanitizer: str, stages: list[Stage], expected: dict[str, list[str]],
                 why: str) -> ConfigResult:
     return ConfigResult(compiler, sanitizer, BuildSummary(True, 0.0, problem=why), [
-        StageResult(s.number, s.suite, s.title, s.goal, "failed",
-                    [TestOutcome(name, "not run") for name in expected.get(s.suite, [])], [why])
+        StageResult(s.number, s.suite, s.title, s.goal, StageStatus.FAILED,
+                    [TestOutcome(name, TestStatus.NOT_RUN) for name in expected.get(s.suite, [])], [why])
         for s in stages])
 
 
@@ -191,9 +107,11 @@ def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compil
                                [asdict(w) for w in built.warnings_in(focus)[:5]], built.problem)
         result = ConfigResult(compiler, sanitizer, summary)
         if not built.ok:
-            result.stages = [StageResult(s.number, s.suite, s.title, s.goal, "not built") for s in stages]
+            result.stages = [StageResult(s.number, s.suite, s.title, s.goal, StageStatus.NOT_BUILT) for s in stages]
             return result
+        listed = time.monotonic()
         expected = expected_tests(tree, exercise, impl, stages, limits)
+        summary.seconds += time.monotonic() - listed  # the listing build, when the tests changed
         env = dict(os.environ, **sanitizers.environment(limits.memory_mb), GTEST_COLOR="no")
         result.stages = run_stages(tree / target, stages, expected, env, limits, focus)
     return result
@@ -208,8 +126,6 @@ def _link_compile_commands(tree: Path) -> None:
         except OSError:
             pass
 
-
-_EVENT_RE = re.compile(r"^\[ +(RUN|OK|FAILED|SKIPPED) +\] ([\w/]+\.[\w/]+)", re.M)
 
 _SHARED_HANG_HEAD = "every stage hung on its first run"
 SHARED_HANG = (_SHARED_HANG_HEAD + " (in {names}): the hang is most likely in code every test runs, such as "
@@ -290,9 +206,9 @@ class _StageRun:
                 # so a noisy program is still judged on its tests.
                 if note not in result.notes:
                     result.notes.append(note)
-        report = _read_report(report_path)
+        report = read_report(report_path)
         if report is not None and not run.timed_out:
-            _record_report(report, wanted, outcomes, result)
+            record_report(report, wanted, outcomes, result)
             if run.returncode != 0 and all(outcomes[n].ok for n in wanted if n in outcomes):
                 # Every test passed, yet the run failed: a report at exit, such as a leak.
                 if finding:
@@ -303,8 +219,8 @@ class _StageRun:
                                            "after its tests finished")
             return False
         # No complete report: the process crashed, hung, or ended early.
-        running = _running_test(stdout)
-        _record_finished(stdout, outcomes, wanted)
+        running = running_test(stdout)
+        record_finished(stdout, outcomes, wanted)
         if running is None or running not in wanted:
             result.problems.append(_early_end(run, finding, running))
             if finding:
@@ -314,12 +230,12 @@ class _StageRun:
             self.hangs += 1
             if self.runs == 1:
                 self.first_hung = running
-            outcomes[running] = TestOutcome(running, "timeout", [
+            outcomes[running] = TestOutcome(running, TestStatus.TIMEOUT, [
                 f"no result after {limits.test_timeout_seconds:g} s (limit: test_timeout_seconds); the judge "
                 "stopped it. An infinite loop, or a deadlock if threads are involved?"], None, run.seconds)
         else:
             self.crashes += 1
-            outcomes[running] = TestOutcome(running, "crashed", [_crash_text(run, finding)],
+            outcomes[running] = TestOutcome(running, TestStatus.CRASHED, [_crash_text(run, finding)],
                                             asdict(finding) if finding else None)
         if self.hangs >= 2 or self.crashes >= len(wanted):
             result.problems.append("the judge stopped re-running this stage after "
@@ -330,83 +246,12 @@ class _StageRun:
     def done(self) -> StageResult:
         result = self.result
         for name in self.wanted:
-            result.tests.append(self.outcomes.get(name) or TestOutcome(name, "not run"))
+            result.tests.append(self.outcomes.get(name) or TestOutcome(name, TestStatus.NOT_RUN))
         if not self.wanted:
             result.problems.append(f"no test file defines a test of suite {self.stage.suite}")
         if result.problems == [] and all(t.ok for t in result.tests) and result.tests:
-            result.status = "passed"
+            result.status = StageStatus.PASSED
         return result
-
-
-def _read_report(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
-        return None
-
-
-def _record_report(report: dict, wanted: list[str], outcomes: dict[str, TestOutcome], result: StageResult) -> None:
-    seen = {}
-    for suite in report.get("testsuites", []):
-        for test in suite.get("testsuite", []):
-            seen[f"{suite.get('name')}.{test.get('name')}"] = test
-    canary = [t for name, t in seen.items() if name.startswith(CANARY + ".")]
-    if canary and not all(_started(t) for t in canary):
-        result.problems.append("the test framework's own check never started: something stopped every test "
-                               "from running (a global test environment that skips or fails?), so no verdict "
-                               "is possible")
-    elif not canary or any(t.get("failures") for t in canary):
-        result.problems.append("the assertion checks of the test framework no longer fail when they should: "
-                               "the code under test has changed the framework's macros, so no verdict is possible")
-    for name in wanted:
-        if name in outcomes:
-            continue
-        test = seen.get(name)
-        if test is None or test.get("status") != "RUN" or not _started(test):
-            continue  # recorded as "not run" below
-        failures = [without_root(f.get("failure", "")).strip() for f in test.get("failures", [])]
-        seconds = float(str(test.get("time", "0s")).rstrip("s") or 0)
-        if failures:
-            outcomes[name] = TestOutcome(name, "failed", failures, None, seconds)
-        elif test.get("result") == "SKIPPED":
-            outcomes[name] = TestOutcome(name, "skipped", ["the test skipped itself in this configuration"],
-                                         None, seconds)
-        else:
-            outcomes[name] = TestOutcome(name, "passed", [], None, seconds)
-
-
-def _started(test: dict) -> bool:
-    """GoogleTest lists a test as run and completed even when a global set-up that skipped or
-    failed kept it from starting; only its start time, left at the epoch, tells."""
-    stamp = str(test.get("timestamp", ""))
-    return not stamp.startswith(("1970-01-01", "1969-12-31"))  # the epoch, in local time
-
-
-def _record_finished(stdout: str, outcomes: dict[str, TestOutcome], wanted: list[str]) -> None:
-    """Before a crash, the tests that finished printed their results: keep them."""
-    current, lines = None, []
-    for line in stdout.splitlines():
-        m = _EVENT_RE.match(line)
-        if not m:
-            if current:
-                lines.append(line)
-            continue
-        event, name = m.groups()
-        if event == "RUN":
-            current, lines = name, []
-        elif current == name and name in wanted and name not in outcomes:
-            if event == "OK":
-                outcomes[name] = TestOutcome(name, "passed")
-            elif event == "FAILED":
-                outcomes[name] = TestOutcome(name, "failed", [without_root("\n".join(lines)).strip()])
-            current = None
-
-
-def _running_test(stdout: str) -> str | None:
-    running = None
-    for event, name in _EVENT_RE.findall(stdout):
-        running = name if event == "RUN" else (None if name == running else running)
-    return running
 
 
 def _crash_text(run: runner.RunResult, finding: sanitizers.Finding | None) -> str:
