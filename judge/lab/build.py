@@ -40,7 +40,13 @@ class Diagnostic:
     context: list[str] = field(default_factory=list)  # the compiler's quoted source line and caret
 
     def where(self) -> str:
-        return f"{shown(self.file)}:{self.line}:{self.column}"
+        return where(self.file, self.line, self.column)
+
+
+def where(file: str, line: int | str, column: int | str = 0) -> str:
+    """A place in a source file as the learner reads it, `path:line[:column]`, the path relative
+    to the kit when inside it: compiler diagnostics, sanitizer reports and JUnit all use it."""
+    return f"{shown(file)}:{line}" + (f":{column}" if column else "")
 
 
 @dataclass
