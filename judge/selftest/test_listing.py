@@ -94,3 +94,30 @@ class RealBinary(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TheListIsTrusted(unittest.TestCase):
+    """The judged binary has the learner's code in it, whose static initializers could print a
+    list without the test that fails: the list is read from the build against the reference."""
+
+    def test_the_judged_binary_is_never_asked(self):
+        import os
+        from unittest import mock
+
+        from lab import build, catalog as cat
+        exercise = cat.load().resolve("1")
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = Path(tmp)
+            for name, listed in ((f"test_{exercise.name}", "ArenaBasics.\n  OnlyThePassingOne\n"),
+                                 (f"list_{exercise.name}", "ArenaBasics.\n  OnlyThePassingOne\n  TheFailingOne\n")):
+                (tree / name).write_text(f"#!/bin/sh\nprintf '{listed}'\n")
+                os.chmod(tree / name, 0o755)
+            built = build.BuildResult(True, 0.0, [])
+            limits = cat.load().limits
+            with mock.patch.object(listing.build, "build", return_value=built) as rebuilt:
+                names = listing.tests_of(tree, exercise, build.Impl("source", Path("/x/arena.hpp")), limits)
+            rebuilt.assert_called_once_with(tree, f"list_{exercise.name}", limits.build_timeout_seconds)
+            self.assertEqual(names, ["ArenaBasics.OnlyThePassingOne", "ArenaBasics.TheFailingOne"])
+            # Listed once, the list is kept until the test files change.
+            (tree / f"list_{exercise.name}").write_text("#!/bin/sh\nexit 1\n")
+            self.assertEqual(listing.tests_of(tree, exercise, build.Impl("exercises"), limits), names)
