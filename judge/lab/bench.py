@@ -15,7 +15,7 @@ _SUFFIX_RE = re.compile(r"/(threads|real_time|process_time|min_time|iterations|r
 def add_parser(sub) -> None:
     s = sub.add_parser("bench", help="benchmark your allocator and the reference against real allocators")
     s.add_argument("exercise")
-    s.add_argument("--compiler", choices=("clang", "gcc"), default="clang")
+    s.add_argument("--compiler", default="clang", metavar="C", help=build.COMPILER_HELP.replace(", or all (both)", ""))
     s.add_argument("--filter", default="", help="only benchmarks whose name matches this regular expression")
     s.add_argument("--min-time", type=float, default=0.2, help="seconds each benchmark runs at least (default 0.2)")
     s.set_defaults(run=run)
@@ -65,9 +65,10 @@ def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: st
         argv = [str(tree / target), "--benchmark_format=json", f"--benchmark_min_time={min_time}"]
         if name_filter:
             argv.append(f"--benchmark_filter={name_filter}")
-        result = runner.run(argv, timeout=600, keep_bytes=4_000_000)
+        limit = catalog.limits.bench_timeout_seconds
+        result = runner.run(argv, timeout=limit, keep_bytes=4_000_000)
     if result.returncode != 0 or result.timed_out:
-        why = "did not finish in 600 s" if result.timed_out else (
+        why = f"did not finish in {limit:g} s (limit: bench_timeout_seconds)" if result.timed_out else (
             f"crashed ({result.signal_name})" if result.signal_name else f"failed (exit status {result.returncode})")
         return None, f"the benchmark {why}: {result.stderr.text()[-600:]}"
     try:
@@ -99,7 +100,7 @@ def run(args, catalog: Catalog) -> int:
         return 2
     subject = exercise.bench_subject
     print(ui.paint(f"Building and running the benchmarks of exercise {exercise.id:02d} twice, optimised "
-                   f"({build.COMPILERS[compiler]} -O2): your {exercise.header} and the reference…", "dim"), flush=True)
+                   f"({build.program(compiler)} -O2): your {exercise.header} and the reference…", "dim"), flush=True)
     if progress.status(exercise).get("status") != "passed":
         print(ui.paint(f"Your {exercise.header} has not passed `judge.py test {exercise.id}` yet: a wrong allocator "
                        "can be fast, so read its figures with care.", "yellow"))
@@ -110,12 +111,17 @@ def run(args, catalog: Catalog) -> int:
     if ref_problem:
         print(ui.paint(f"The reference: {ref_problem}", "red"))
     workloads = list(dict.fromkeys([*(ref or {}), *(mine or {})]))
+    slow = []
     for workload in workloads:
         mine_w, ref_w = (mine or {}).get(workload, {}), (ref or {}).get(workload, {})
-        _print_workload(workload, mine_w, ref_w, subject)
+        slow += _print_workload(workload, mine_w, ref_w, subject)
     memory_map.after_bench(exercise, compiler)
     print("\nTimes are per benchmark iteration; a ratio compares the exercise's allocator with the one on "
-          "its row, in the same build. Run it twice: the figures move by a few percent from run to run.")
+          "its row, in the same build; yours ÷ reference compares the same row built against your header "
+          "and against the reference. Run it twice: the figures move by a few percent from run to run.")
+    if slow:
+        print(ui.paint(f"\n⚠ Yours is more than {SLOWER_THAN_REFERENCE:g}× slower than the reference on "
+                       + ", ".join(slow) + ".", "yellow") + " " + SLOW_CAUSES)
     return 0 if ref and mine else 1
 
 
@@ -123,28 +129,54 @@ def _subject_ns(rows: dict, subject: str) -> float | None:
     return next((v["ns"] for k, v in rows.items() if k.startswith(subject)), None)
 
 
-def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> None:
+SLOWER_THAN_REFERENCE = 1.5   # yours ÷ reference above this is flagged
+
+SLOW_CAUSES = ("What usually makes an allocator slower than the reference: a throw path built inline (a "
+               "message string made in the hot function: move it to a [[gnu::cold, gnu::noinline]] helper); "
+               "a lock or an atomic on the hot path; a container lookup (a map, a search) per call; memory "
+               "touched or cleared that the reference leaves alone. A row that is not your allocator moved "
+               "with the machine's load: run it again.")
+
+
+def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> list[str]:
+    """Prints one workload's table; returns the rows where yours is much slower than the reference."""
     subj_mine, subj_ref = _subject_ns(mine, subject), _subject_ns(ref, subject)
     print("\n" + ui.paint(workload, "bold"))
-    print(f"  {'allocator':<24}{'yours':>12}  {'':<20}{'reference':>12}  {'':<20}")
+    print(f"  {'allocator':<24}{'yours':>12}  {'':<20}{'reference':>12}  {'':<20}{'yours ÷ reference':>17}")
     rows = list(dict.fromkeys([*ref, *mine]))
     # Throughput repeats the time; a counter equal on every row describes the workload, not
     # an allocator. What is left (bytes used, say) is worth a line.
     keys = {k for r in (*mine.values(), *ref.values()) for k in r["counters"] if not k.endswith("_per_second")}
     keys = sorted(k for k in keys
                   if len({r["counters"][k] for r in (*mine.values(), *ref.values()) if k in r["counters"]}) > 1)
+    slow = []
     for alloc in rows:
         m, r = mine.get(alloc), ref.get(alloc)
         is_subject = alloc.startswith(subject)
         name = ui.paint(f"{alloc:<24}", "cyan") if is_subject else f"{alloc:<24}"
+        versus = yours_over_reference(m, r)
+        flagged = versus is not None and versus > SLOWER_THAN_REFERENCE
+        if flagged:
+            slow.append(f"{workload}/{alloc}")
+        cell = "—" if versus is None else f"{versus:.2f}" + (" ⚠ slower" if flagged else "")
         print(f"  {name}{_cell(m)}  {'' if is_subject else _ratio(subj_mine, m and m['ns']):<20}"
-              f"{_cell(r)}  {'' if is_subject else _ratio(subj_ref, r and r['ns']):<20}")
+              f"{_cell(r)}  {'' if is_subject else _ratio(subj_ref, r and r['ns']):<20}"
+              + (ui.paint(f"{cell:>17}", "yellow") if flagged else f"{cell:>17}"))
         for key in keys:
             mv, rv = (m or {}).get("counters", {}).get(key), (r or {}).get("counters", {}).get(key)
             print(ui.paint(f"    {key:<22}{_num(mv):>12}  {'':<20}{_num(rv):>12}", "dim"))
         for who, row in (("yours", m), ("the reference", r)):
             if row and row.get("error"):
                 print(ui.paint(f"    {who}: {row['error']}", "yellow"))
+    return slow
+
+
+def yours_over_reference(mine: dict | None, ref: dict | None) -> float | None:
+    """The time of a row built against your header divided by the same row built against the
+    reference: above 1, yours is slower."""
+    if not mine or not ref or not mine.get("ns") or not ref.get("ns"):
+        return None
+    return mine["ns"] / ref["ns"]
 
 
 def _cell(row: dict | None) -> str:

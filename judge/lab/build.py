@@ -15,6 +15,7 @@ from . import run as runner
 from .catalog import ROOT, shown
 
 COMPILERS = {"clang": "clang++", "gcc": "g++"}
+COMPILER_HELP = "clang (clang++, the default), gcc (g++), any C++ compiler on PATH such as clang++-19, or all (both)"
 BUILD_ROOT = ROOT / "build"
 
 
@@ -39,7 +40,13 @@ class Diagnostic:
     context: list[str] = field(default_factory=list)  # the compiler's quoted source line and caret
 
     def where(self) -> str:
-        return f"{shown(self.file)}:{self.line}:{self.column}"
+        return where(self.file, self.line, self.column)
+
+
+def where(file: str, line: int | str, column: int | str = 0) -> str:
+    """A place in a source file as the learner reads it, `path:line[:column]`, the path relative
+    to the kit when inside it: compiler diagnostics, sanitizer reports and JUnit all use it."""
+    return f"{shown(file)}:{line}" + (f":{column}" if column else "")
 
 
 @dataclass
@@ -47,7 +54,6 @@ class BuildResult:
     ok: bool
     seconds: float
     diagnostics: list[Diagnostic]
-    log: str             # the build's whole output (capped)
     problem: str = ""    # set when the build failed without a compiler diagnostic (time-out, linker, CMake)
 
     def first_error(self, focus: Path | None) -> Diagnostic | None:
@@ -66,19 +72,39 @@ class MissingTool(Exception):
     """A compiler or build tool the judge needs is not installed."""
 
 
+def program(compiler: str) -> str:
+    """The program a compiler name runs: `clang` is clang++, `gcc` g++, anything else itself
+    (`clang++-19`, `g++-12`, a path)."""
+    return COMPILERS.get(compiler, compiler)
+
+
 def compilers_for(choice: str) -> tuple[str, ...]:
-    """The compilers `clang`, `gcc` or `all` name, once it is sure they and CMake and Ninja are here."""
+    """The compilers `clang`, `gcc`, `all` or the name of any C++ compiler on PATH (such as
+    `clang++-19`) stand for, once it is sure they and CMake and Ninja are here."""
     chosen = tuple(COMPILERS) if choice == "all" else (choice,)
-    missing = [COMPILERS[c] for c in chosen if not shutil.which(COMPILERS[c])]
+    missing = [program(c) for c in chosen if not shutil.which(program(c))]
     missing += [tool for tool in ("cmake", "ninja") if not shutil.which(tool)]
     if missing:
         raise MissingTool(f"{', '.join(missing)} not found. `python3 judge/judge.py doctor` says what to install.")
     return chosen
 
 
+def newer_clangs() -> tuple[str, ...]:
+    """Versioned clang++ programs on PATH (`clang++-19`) other than the one `clang++` runs,
+    newest first: `check` judges every reference with them too."""
+    default = os.path.realpath(shutil.which("clang++") or "")
+    found: dict[str, int] = {}
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        for path in Path(folder or ".").glob("clang++-[0-9]*"):
+            if (m := re.fullmatch(r"clang\+\+-(\d+)", path.name)) and os.access(path, os.X_OK) \
+                    and os.path.realpath(path) != default and path.name not in found:
+                found[path.name] = int(m.group(1))
+    return tuple(sorted(found, key=found.get, reverse=True))
+
+
 def tree_dir(compiler: str, sanitizer: str, impl: Impl, slot: str = "") -> Path:
     """`build/clang-asan` is the learner's tree, the same one `cmake --preset clang-asan` makes."""
-    name = f"{compiler}-{sanitizer}"
+    name = f"{Path(compiler).name}-{sanitizer}"
     if impl.kind != "exercises":
         name += f"-{impl.kind}"
     return BUILD_ROOT / (name + (f"-{slot}" if slot else ""))
@@ -110,7 +136,7 @@ def configure(tree: Path, compiler: str, sanitizer: str, impl: Impl, exercise_na
               werror: bool, timeout: float) -> BuildResult | None:
     """Configures the tree unless it already is as wanted. Returns a failed result, or None."""
     wanted = {
-        "CMAKE_CXX_COMPILER": shutil.which(COMPILERS[compiler]) or COMPILERS[compiler],
+        "CMAKE_CXX_COMPILER": shutil.which(program(compiler)) or program(compiler),
         "ALLOCLAB_SANITIZER": sanitizer,
         "ALLOCLAB_IMPL": str(impl.path) if impl.kind == "source" else impl.kind,
         "ALLOCLAB_IMPL_FOR": exercise_name if impl.kind == "source" else "",
@@ -127,7 +153,7 @@ def configure(tree: Path, compiler: str, sanitizer: str, impl: Impl, exercise_na
     if result.returncode == 0:
         return None
     log = result.stdout.text() + result.stderr.text()
-    return BuildResult(False, result.seconds, [], log, "CMake could not configure the build:\n" + _tail(log, 20))
+    return BuildResult(False, result.seconds, [], "CMake could not configure the build:\n" + _tail(log, 20))
 
 
 def configure_and_build(tree: Path, target: str, compiler: str, sanitizer: str, impl: Impl, exercise_name: str,
@@ -149,7 +175,7 @@ def build(tree: Path, target: str, timeout: float) -> BuildResult:
         problem = f"the build took longer than {timeout:.0f} s and was stopped"
     elif not ok and not any(d.severity == "error" for d in diagnostics):
         problem = _link_problem(log) or "the build failed:\n" + _tail(log, 20)
-    return BuildResult(ok, result.seconds, diagnostics, log, problem)
+    return BuildResult(ok, result.seconds, diagnostics, problem)
 
 
 _DIAG_RE = re.compile(r"^(?P<file>[^\s:][^:\n]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning): (?P<msg>.*)$")

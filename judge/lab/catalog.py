@@ -37,10 +37,13 @@ class CatalogError(Exception):
 
 @dataclass(frozen=True)
 class Limits:
-    test_timeout_seconds: float = 30
-    output_bytes: int = 65536
-    memory_mb: int = 4096
-    build_timeout_seconds: float = 300
+    """The catalog's [limits], the one place they are written (CMakeLists.txt reads the test
+    time limit from there too, for ctest)."""
+    test_timeout_seconds: float
+    output_bytes: int
+    memory_mb: int
+    build_timeout_seconds: float
+    bench_timeout_seconds: float
 
 
 @dataclass(frozen=True)
@@ -107,15 +110,11 @@ class Exercise:
     def stage_for_suite(self, suite: str) -> Stage | None:
         return next((s for s in self.stages if s.suite == suite), None)
 
-    def configs(self, compilers: tuple[str, ...]) -> list[tuple[str, str]]:
-        """Every (compiler, sanitizer) build this exercise is judged in, in report order."""
-        return [(c, s) for c in compilers for s in self.sanitizers]
-
 
 @dataclass(frozen=True)
 class Catalog:
     exercises: tuple[Exercise, ...]
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = field(default_factory=lambda: load().limits)
     format_version: int = FORMAT_VERSION
 
     def resolve(self, name: str) -> Exercise:
@@ -150,7 +149,7 @@ def load(path: Path = CATALOG) -> Catalog:
         raise CatalogError(f"the catalog {shown(path)} gives exercise-level hints ({', '.join(old_hints)}), as "
                            f"format 1 did; in format {FORMAT_VERSION} hints belong to stages. {_CONVERT}")
     try:
-        limits = Limits(**data.get("limits", {}))
+        limits = Limits(**data["limits"])
         exercises = [_exercise(raw) for raw in data.get("exercise", [])]
     except (TypeError, KeyError, ValueError, AttributeError) as err:
         raise CatalogError(f"the catalog {path} is malformed: {err}") from None

@@ -65,6 +65,8 @@ def run(args, catalog: Catalog) -> int:
             jobs.append((_skeleton, ex, compiler))
             if any("tsan" in s.sanitizers for s in ex.stages):
                 jobs.append((_thread_stages_repeated, ex, compiler))
+        for compiler in build.newer_clangs():  # a newer compiler must accept the references too
+            jobs.append((_reference, ex, compiler))
         for mistake in mistakes(ex):
             jobs.append((_mistake, ex, mistake))
         if ex.bench_dir.is_dir():
@@ -124,14 +126,14 @@ def _timed(fn, catalog, ex, arg, slots) -> Item:
 
 def _reference(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
     verdict = verify.judge(catalog, ex, build.Impl("solutions"), (compiler,), werror=True)
-    what = f"{ex.name}: the reference passes every stage with {build.COMPILERS[compiler]} ({', '.join(ex.sanitizers)})"
+    what = f"{ex.name}: the reference passes every stage with {build.program(compiler)} ({', '.join(ex.sanitizers)})"
     return Item(verdict.passed, what, _first_problem(verdict))
 
 
 def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
     # A tree of its own, so the learner's build/<compiler>-<sanitizer> keeps its settings.
     verdict = verify.judge(catalog, ex, build.Impl("exercises"), (compiler,), werror=True, slot=slot)
-    what = f"{ex.name}: the untouched skeleton compiles and fails every stage with {build.COMPILERS[compiler]}"
+    what = f"{ex.name}: the untouched skeleton compiles and fails every stage with {build.program(compiler)}"
     unbuilt = [c for c in verdict.configs if not c.build.ok]
     if unbuilt:
         return Item(False, what, "it does not compile warning-free:\n" + _first_problem(verdict))

@@ -9,7 +9,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from . import build, catalog as cat, learner, overview, progress, report, ui, verify
+from . import build, catalog as cat, learner, overview, pipe, progress, report, ui, verify
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -19,6 +19,7 @@ class UsageError(Exception):
 
 
 def main(argv: list[str]) -> int:
+    pipe.tolerate_closed_stdout()
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
@@ -30,9 +31,6 @@ def main(argv: list[str]) -> int:
     except (UsageError, build.MissingTool, cat.CatalogError) as err:
         print(f"judge: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:  # the reader went away (`| head`): nothing left to say
-        sys.stderr.close()
-        return EXIT_OK
     except KeyboardInterrupt:
         print("\njudge: interrupted", file=sys.stderr)
         return 130
@@ -58,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     who = s.add_mutually_exclusive_group()
     who.add_argument("--solution", action="store_true", help="judge the reference solution")
     who.add_argument("--source", metavar="FILE", help="judge FILE in place of the exercise's header")
-    s.add_argument("--compiler", choices=("clang", "gcc", "all"), default="clang")
+    s.add_argument("--compiler", default="clang", metavar="C", help=build.COMPILER_HELP)
     s.add_argument("--stage", type=int, metavar="N", help="run stage N only")
     s.add_argument("--json", action="store_true", help="print one JSON object instead of the report "
                    "(judge/schemas/verdict.schema.json describes it)")

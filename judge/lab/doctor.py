@@ -1,12 +1,43 @@
-"""`doctor`: which tools the kit needs are here, and the apt command for the ones that are not."""
+"""`doctor`: which tools the kit needs are here, and the apt command for the ones that are not.
+The packages are those of .ci/packages.txt, the list CI and the development container install."""
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
 from . import browser, docs
 from . import run as runner
+from .catalog import ROOT
+
+PACKAGES = ROOT / ".ci" / "packages.txt"
+
+
+def packages() -> list[str]:
+    """The Debian packages the kit needs, from .ci/packages.txt."""
+    lines = PACKAGES.read_text(encoding="utf-8").splitlines()
+    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+
+
+def not_installed(names: list[str]) -> list[str]:
+    """Those of `names` dpkg does not list as installed (none when there is no dpkg)."""
+    if not shutil.which("dpkg-query"):
+        return []
+    listed = runner.run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\\n", *names], timeout=60,
+                        keep_bytes=1_000_000).stdout.text()
+    installed = {line.split()[0].split(":")[0] for line in listed.splitlines() if line.endswith(" installed")}
+    return [name for name in names if name not in installed]
+
+
+def clang_runtime(compiler: str = "clang++") -> str:
+    """The Debian package of the sanitizer runtimes of the clang `compiler` runs
+    (libclang-rt-19-dev for clang 19)."""
+    if not shutil.which(compiler):
+        return "libclang-rt-dev"
+    version = runner.run([compiler, "-dumpversion"], timeout=60, keep_bytes=4096).stdout.text()
+    major = re.match(r"\d+", version.strip())
+    return f"libclang-rt-{major.group(0)}-dev" if major else "libclang-rt-dev"
 
 _PROGRAM = "#include <cstdio>\nint main() { std::puts(\"ok\"); }\n"
 
@@ -34,10 +65,11 @@ def _header(path: str) -> bool:
 
 
 def checks() -> list[tuple[str, str, bool]]:
+    runtime = clang_runtime()
     return [
         ("clang++ (C++20)", "clang", _compiles("clang++", [])),
-        ("clang++ AddressSanitizer + UBSan runtime", "libclang-rt-14-dev", _compiles("clang++", ["-fsanitize=address,undefined"])),
-        ("clang++ ThreadSanitizer runtime", "libclang-rt-14-dev", _compiles("clang++", ["-fsanitize=thread"])),
+        ("clang++ AddressSanitizer + UBSan runtime", runtime, _compiles("clang++", ["-fsanitize=address,undefined"])),
+        ("clang++ ThreadSanitizer runtime", runtime, _compiles("clang++", ["-fsanitize=thread"])),
         ("g++ (C++20)", "g++", _compiles("g++", [])),
         ("g++ AddressSanitizer + UBSan runtime", "libasan8 libubsan1", _compiles("g++", ["-fsanitize=address,undefined"])),
         ("g++ ThreadSanitizer runtime", "libtsan2", _compiles("g++", ["-fsanitize=thread"])),
@@ -59,9 +91,15 @@ def run(args, catalog) -> int:
         print(f"{ui.mark(ok)} {what}" + ("" if ok else ui.paint(f"   (Debian package: {package})", "dim")))
         if not ok and "optional" not in what:
             missing.extend(package.split())
+    listed = [name for name in not_installed(packages()) if name not in missing]
+    if listed:
+        print(f"{ui.mark(False)} not installed: {' '.join(listed)}" + ui.paint("   (listed in .ci/packages.txt)", "dim"))
     if missing:
         print("\nInstall what is missing with:\n  sudo apt-get update && sudo apt-get install -y " +
-              " ".join(dict.fromkeys(missing)))
+              " ".join(dict.fromkeys(missing + listed)) + "\n(or run .ci/install, which installs all of .ci/packages.txt)")
         return 2
+    if listed:
+        print(f"\nThe judge works; for the rest of the kit (docs, newer compilers) install them with .ci/install.")
+        return 0
     print("\nEverything the kit needs is here.")
     return 0

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from . import run as runner
-from .build import BUILD_ROOT, COMPILERS
+from .build import BUILD_ROOT, program
 from .files import write_atomically
 
 _DEFINE_RE = re.compile(r"^#define (\w+)(.*)$", re.M)
@@ -21,7 +21,7 @@ def _macros(compiler: str, source: str, include_dir: Path) -> dict[str, str] | N
     with tempfile.NamedTemporaryFile("w", suffix=".cpp") as handle:
         handle.write(source)
         handle.flush()
-        argv = [COMPILERS[compiler], "-std=c++20", "-E", "-dM", "-I", str(include_dir), handle.name]
+        argv = [program(compiler), "-std=c++20", "-E", "-dM", "-I", str(include_dir), handle.name]
         result = runner.run(argv, timeout=60, keep_bytes=8_000_000)
     if result.returncode != 0 or result.stdout.truncated:
         return None
@@ -32,7 +32,7 @@ def _framework_macros(compiler: str, framework: str, include_dir: Path) -> dict[
     """The framework's own macros, remembered between runs: they change only with the compiler
     or GoogleTest, and preprocessing GoogleTest is a third of a second the edit loop can keep."""
     stamps = []
-    for path in (shutil.which(COMPILERS[compiler]), "/usr/include/gtest", "/usr/local/include/gtest"):
+    for path in (shutil.which(program(compiler)), "/usr/include/gtest", "/usr/local/include/gtest"):
         try:
             real = os.path.realpath(path) if path else ""
             stamps.append(f"{real}:{os.stat(real).st_mtime_ns}" if real else "")

@@ -13,6 +13,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from . import build
 from .files import write_atomically
 from .verify import ConfigResult, StageResult, TestOutcome, Verdict
 
@@ -124,8 +125,8 @@ def _case(suite: ET.Element, classname: str, name: str, seconds: float) -> ET.El
 def _build_failure(config: ConfigResult) -> str:
     error = config.build.error
     if error:
-        where = f"{error['file']}:{error['line']}:{error['column']}"
-        return "\n".join([f"{where}: {error['severity']}: {error['message']}", *error.get("context", [])])
+        place = build.where(error["file"], error["line"], error["column"])
+        return "\n".join([f"{place}: {error['severity']}: {error['message']}", *error.get("context", [])])
     return config.build.problem or "the build failed"
 
 

@@ -1,6 +1,8 @@
 """The report a learner reads: stage by stage, test by test, with what to do next."""
 from __future__ import annotations
 
+import re
+
 from . import ui
 from .catalog import Exercise
 from .verify import ConfigResult, StageResult, Verdict
@@ -33,6 +35,8 @@ def _config(config: ConfigResult, first_failing: int | None, verbose: bool) -> l
         else:
             lines.append(ui.indent(b.problem, "  "))
         return lines
+    if b.problem:  # built, or not needed, yet not judged: the stages say why
+        return [ui.paint(f"{config.label}", "cyan") + ui.paint(f"  {b.problem}", "dim")]
     lines = [ui.paint(f"{config.label}", "cyan") + ui.paint(f"  built in {b.seconds:.1f} s", "dim")]
     if b.warnings:
         w = b.warnings[0]
@@ -58,19 +62,46 @@ def _stage(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
     if not detailed:  # a later stage: one thing at a time
         lines.append(ui.paint(f"    its tests are listed once the stages before it pass (-v lists them now)", "dim"))
         return lines
+    repeats = {} if verbose else _repeats(stage)
     for test in stage.tests:
+        if test.name in repeats and not repeats[test.name]:
+            continue  # said once, with a count, at the first test that said it
         word = _STATUS_WORD.get(test.status)
         name = test.name + (f" — {word}" if word else "")
         lines.append(f"    {ui.mark(test.ok)} {name}")
-        if detailed and not test.ok:
+        if not test.ok:
             for message in test.messages:
                 lines.append(ui.indent(message, "        ", max_lines=200 if verbose else 14))
             if verbose and test.finding:
                 lines.append(ui.indent(test.finding["raw"], "        | ", max_lines=80))
+        if others := repeats.get(test.name):
+            shown_names = ", ".join(t.split(".", 1)[-1] for t in others[:3]) + (", …" if len(others) > 3 else "")
+            lines.append(ui.paint(f"    {ui.FAIL} {len(others)} more test{'s' if len(others) > 1 else ''} "
+                                  f"{_STATUS_WORD.get(test.status, 'failed')}"
+                                  f"{' with the same message' if test.messages else ''} "
+                                  f"({shown_names}; -v lists them)", "dim"))
     if verbose:
         for finding in stage.findings:
             lines.append(ui.indent(finding["raw"], "        | ", max_lines=80))
     return lines
+
+
+_LOCATION_RE = re.compile(r"(\S+\.\w+):\d+(?::\d+)?")
+
+
+def _repeats(stage: StageResult) -> dict[str, list[str]]:
+    """Tests of the stage that failed the same way (same status, same message up to its line
+    numbers): the first one maps to the names of the others, each other one to []."""
+    groups: dict[tuple, list[str]] = {}
+    for test in stage.tests:
+        if not test.ok:
+            key = (test.status, tuple(_LOCATION_RE.sub(r"\1", m) for m in test.messages))
+            groups.setdefault(key, []).append(test.name)
+    repeats: dict[str, list[str]] = {}
+    for first, *others in (names for names in groups.values() if len(names) > 1):
+        repeats[first] = others
+        repeats.update({name: [] for name in others})
+    return repeats
 
 
 def _where(diagnostic: dict) -> str:

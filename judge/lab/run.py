@@ -63,12 +63,13 @@ def _drain(stream, keep: int, into: Captured) -> None:
 
 def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
         timeout: float, keep_bytes: int) -> RunResult:
-    """Runs argv with no input. After `timeout` seconds the whole process group is killed;
-    it is killed too once the program ends, so that no child it forked keeps running."""
+    """Runs argv with no input, in the C locale. After `timeout` seconds the whole process
+    group is killed; it is killed too once the program ends, so that no child it forked keeps
+    running."""
     start = time.monotonic()
     _become_subreaper()
     with _SPAWN_LOCK:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, cwd=cwd, env=untranslated(env), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         _SPAWNED.add(proc.pid)
     out, err = Captured(), Captured()
@@ -96,6 +97,17 @@ def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
         except OSError:
             pass
     return RunResult(proc.returncode, timed_out, time.monotonic() - start, out, err)
+
+
+def untranslated(env: dict[str, str] | None) -> dict[str, str]:
+    """`env` (or the judge's own environment) in the C locale: compilers, sanitizers and test
+    programs then print the English the judge's parsers read, whatever language the learner's
+    shell speaks. LANGUAGE goes too: gettext puts it before LANG, and a program that sets a
+    locale of its own would pick it up."""
+    env = dict(os.environ if env is None else env)
+    env.pop("LANGUAGE", None)
+    env["LC_ALL"] = "C"
+    return env
 
 
 def _kill_group(pgid: int) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .catalog import ROOT, without_root
+from .build import where
+from .catalog import ROOT
 
 # The environment of every instrumented test run. The options live in judge/sanitizer_options.env,
 # which ctest reads too (judge/sanitizer_options.cmake), so that both run a test alike.
@@ -59,7 +60,9 @@ _TSAN_RE = re.compile(r"^WARNING: ThreadSanitizer: ([^(\n]+?)\s*(?:\(|$)", re.M)
 _UBSAN_RE = re.compile(r"^(\S+?):(\d+):(\d+): runtime error: (.+)$", re.M)
 _ACCESS_RE = re.compile(r"^((?:READ|WRITE) of size \d+)", re.M)
 _LEAK_RE = re.compile(r"^((?:Direct|Indirect) leak of \d+ byte\(s\) in \d+ object\(s\))", re.M)
-_FRAME_RE = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.+?) (/\S+?):(\d+)(?::\d+)?$", re.M)
+# A stack frame: `#0 0x55d1 in f(int) /path/file.hpp:3:10` (AddressSanitizer, UBSan), or
+# `#0 f(int) /path/file.hpp:5 (program+0x13db) (BuildId: 52d2)` (ThreadSanitizer).
+_FRAME_RE = re.compile(r"^\s*#\d+ (?:0x[0-9a-f]+ in )?(.+?) (/\S+?):(\d+)(?::\d+)?(?: \([^)]*\))*$", re.M)
 
 # Printed by a runtime's background thread when the program's resident size passes
 # hard_rss_limit_mb: no "ERROR:" and no stack, since no single access is to blame.
@@ -77,8 +80,8 @@ def summarize(stderr: str, focus: str | None = None) -> Finding | None:
         return Finding(m.group(1), "hard rss limit exhausted", reached, "", "", _report(stderr, m.start()))
     if m := _UBSAN_RE.search(stderr):
         frame = _frame(stderr[m.start():], focus)
-        location = frame[1] if frame and focus and focus in frame[1] else f"{m.group(1)}:{m.group(2)}"
-        return Finding("UndefinedBehaviorSanitizer", m.group(4).strip(), "", without_root(location),
+        location = where(*frame[1:]) if frame and focus and focus in frame[1] else where(m.group(1), m.group(2))
+        return Finding("UndefinedBehaviorSanitizer", m.group(4).strip(), "", location,
                        frame[0] if frame else "", _report(stderr, m.start()))
     if m := _ERROR_RE.search(stderr):
         tool, kind = m.group(1), m.group(2)
@@ -92,24 +95,25 @@ def summarize(stderr: str, focus: str | None = None) -> Finding | None:
         access = _ACCESS_RE.search(rest) or _LEAK_RE.search(rest)
         frame = _frame(rest, focus)
         return Finding(tool, kind.strip(), access.group(1) if access else "",
-                       without_root(frame[1]) if frame else "", frame[0] if frame else "", _report(stderr, m.start()))
+                       where(*frame[1:]) if frame else "", frame[0] if frame else "", _report(stderr, m.start()))
     if m := _TSAN_RE.search(stderr):
         rest = stderr[m.start():]
         frame = _frame(rest, focus)
-        return Finding("ThreadSanitizer", m.group(1).strip(), "", without_root(frame[1]) if frame else "",
+        return Finding("ThreadSanitizer", m.group(1).strip(), "", where(*frame[1:]) if frame else "",
                        frame[0] if frame else "", _report(stderr, m.start()))
     return None
 
 
-def _frame(report: str, focus: str | None) -> tuple[str, str] | None:
-    frames = [(fn, f"{path}:{line}") for fn, path, line in _FRAME_RE.findall(report)]
+def _frame(report: str, focus: str | None) -> tuple[str, str, str] | None:
+    """(function, path, line) of the first frame in `focus`, else of the first outside the runtimes."""
+    frames = _FRAME_RE.findall(report)
     if focus:
-        for fn, where in frames:
-            if focus in where:
-                return _function(fn), where
-    for fn, where in frames:
-        if not any(r in where for r in _RUNTIME_FRAMES):
-            return _function(fn), where
+        for fn, path, line in frames:
+            if focus in path:
+                return _function(fn), path, line
+    for fn, path, line in frames:
+        if not any(r in path for r in _RUNTIME_FRAMES):
+            return _function(fn), path, line
     return None
 
 

@@ -3,111 +3,27 @@ catalog asks for, runs each stage in its own process, and records what happened 
 
 A verdict of "passed" means every test the suite contains ran, in every configuration, and
 passed; anything else (a crash, a hang, an early exit, a missing report, a sanitizer report,
-a framework the header tampered with) is a failure that says what happened."""
+a framework the header tampered with) is a failure that says what happened.
+
+This module runs the judgement; results.py holds what it finds, gtest_report.py reads what the
+test programs say."""
 from __future__ import annotations
 
-import json
 import os
-import re
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
-from . import build, integrity, run as runner, sanitizers
-from .catalog import ROOT, Catalog, Exercise, Stage, shown, tests_in_source, without_root
+from . import build, integrity, listing, run as runner, sanitizers
+from .catalog import ROOT, Catalog, Exercise, Stage, shown, tests_in_source
+from .gtest_report import CANARY, read_report, record_finished, record_report, running_test
+from .results import (BuildSummary, ConfigResult, StageResult, StageStatus, TestOutcome, TestStatus,  # noqa: F401
+                      Verdict)
 
-CANARY = "AllocLabCanary"
-
-
-@dataclass
-class TestOutcome:
-    name: str                 # Suite.Test
-    status: str               # passed | failed | crashed | timeout | skipped | not run
-    messages: list[str] = field(default_factory=list)
-    finding: dict | None = None   # a sanitizer report, summarised (sanitizers.Finding)
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "passed"
-
-
-@dataclass
-class StageResult:
-    number: int
-    suite: str
-    title: str
-    goal: str
-    status: str = "failed"    # passed | failed | not built
-    tests: list[TestOutcome] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)   # what went wrong beyond single tests
-    findings: list[dict] = field(default_factory=list)
-    seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)      # worth knowing, but no failure (output capped)
-
-    @property
-    def passed_count(self) -> int:
-        return sum(t.ok for t in self.tests)
-
-
-@dataclass
-class BuildSummary:
-    ok: bool
-    seconds: float
-    error: dict | None = None        # the first compiler error (build.Diagnostic)
-    warnings: list[dict] = field(default_factory=list)
-    problem: str = ""
-
-
-@dataclass
-class ConfigResult:
-    compiler: str
-    sanitizer: str
-    build: BuildSummary
-    stages: list[StageResult] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return f"{build.COMPILERS[self.compiler]} · {self.sanitizer}"
-
-
-@dataclass
-class Verdict:
-    exercise: str
-    title: str
-    implementation: str
-    file: str
-    passed: bool
-    configs: list[ConfigResult]
-    tampering: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def first_failing_stage(self) -> int | None:
-        failing = [s.number for c in self.configs for s in c.stages if s.status != "passed"]
-        return min(failing) if failing else None
-
-    def to_json(self) -> dict:
-        """One object: the verdict, a summary per stage over every configuration, and the
-        detail per configuration (build, stages, tests with their messages and timings).
-        judge/schemas/verdict.schema.json describes it."""
-        data = asdict(self)
-        data["first_failing_stage"] = self.first_failing_stage()
-        data["verdict"] = "passed" if self.passed else "failed"
-        data["configurations"] = [f"{c.compiler}-{c.sanitizer}" for c in self.configs]
-        stages: dict[int, dict] = {}
-        for config in self.configs:
-            for stage in config.stages:
-                entry = stages.setdefault(stage.number, {"number": stage.number, "suite": stage.suite,
-                                                         "title": stage.title, "status": "passed",
-                                                         "passed": 0, "tests": 0})
-                entry["passed"] += stage.passed_count
-                entry["tests"] += len(stage.tests)
-                if stage.status != "passed":
-                    entry["status"] = stage.status if entry["status"] == "passed" else entry["status"]
-        data["stages"] = [stages[n] for n in sorted(stages)]
-        return data
+# The names the self-tests read GoogleTest's output through, from before the split.
+_read_report, _record_report, _record_finished, _running_test = read_report, record_report, record_finished, running_test
 
 
 def implementation_file(exercise: Exercise, impl: build.Impl) -> Path:
@@ -124,7 +40,6 @@ def judge(catalog: Catalog, exercise: Exercise, impl: build.Impl, compilers: tup
     start = time.monotonic()
     focus = implementation_file(exercise, impl)
     stages = [s for s in exercise.stages if not stage_numbers or s.number in stage_numbers]
-    expected = tests_in_source(exercise)
     with ThreadPoolExecutor(max_workers=1) as pool:
         # The macro check needs only the preprocessor. It starts once the first build is done,
         # beside the first tests: during the build it would take a core from the compiler.
@@ -138,19 +53,46 @@ def judge(catalog: Catalog, exercise: Exercise, impl: build.Impl, compilers: tup
         for compiler in compilers:
             for sanitizer in sanitizer_list or exercise.sanitizers:
                 wanted = [s for s in stages if sanitizer in s.sanitizers]
-                if wanted:
-                    configs.append(_judge_config(catalog, exercise, impl, compiler, sanitizer, wanted,
-                                                 expected, focus, werror, slot, start_macro_check))
+                if not wanted:
+                    continue
+                hung = next((c for c in configs if shared_hang(c.stages)), None)
+                if hung:  # the same code hangs in every build: another limit's wait would teach nothing
+                    configs.append(_not_judged(compiler, sanitizer, wanted, _from_source(exercise, wanted),
+                                               f"not judged: every stage hung under {hung.label}"))
+                    continue
+                configs.append(_judge_config(catalog, exercise, impl, compiler, sanitizer, wanted,
+                                             focus, werror, slot, start_macro_check))
         start_macro_check()
         tampering = jobs[0].result()
-    passed = bool(configs) and not tampering and all(s.status == "passed" for c in configs for s in c.stages)
+    passed = bool(configs) and not tampering and all(s.status == StageStatus.PASSED for c in configs for s in c.stages)
     return Verdict(exercise.name, exercise.title, impl.label, shown(focus), passed, configs,
                    tampering, time.monotonic() - start)
 
 
+def _not_judged(compiler: str, sanitizer: str, stages: list[Stage], expected: dict[str, list[str]],
+                why: str) -> ConfigResult:
+    return ConfigResult(compiler, sanitizer, BuildSummary(True, 0.0, problem=why), [
+        StageResult(s.number, s.suite, s.title, s.goal, StageStatus.FAILED,
+                    [TestOutcome(name, TestStatus.NOT_RUN) for name in expected.get(s.suite, [])], [why])
+        for s in stages])
+
+
+def expected_tests(tree: Path, exercise: Exercise, impl: build.Impl, stages: list[Stage], limits) -> dict[str, list[str]]:
+    """Every test each stage must run, by suite, as GoogleTest counts them (see listing); from
+    the test files' text when the reference cannot be built to list them."""
+    listed = listing.tests_of(tree, exercise, impl, limits)
+    if listed is None:
+        return _from_source(exercise, stages)
+    return {s.suite: [name for name in listed if listing.belongs(name, s.suite)] for s in stages}
+
+
+def _from_source(exercise: Exercise, stages: list[Stage]) -> dict[str, list[str]]:
+    found = tests_in_source(exercise)
+    return {s.suite: [f"{s.suite}.{name}" for name in found.get(s.suite, [])] for s in stages}
+
+
 def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: str, sanitizer: str,
-                  stages: list[Stage], expected: dict[str, list[str]], focus: Path, werror: bool,
-                  slot: str, after_build=lambda: None) -> ConfigResult:
+                  stages: list[Stage], focus: Path, werror: bool, slot: str, after_build=lambda: None) -> ConfigResult:
     limits = catalog.limits
     tree = build.tree_dir(compiler, sanitizer, impl, slot)
     target = f"test_{exercise.name}"
@@ -165,16 +107,13 @@ def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compil
                                [asdict(w) for w in built.warnings_in(focus)[:5]], built.problem)
         result = ConfigResult(compiler, sanitizer, summary)
         if not built.ok:
-            result.stages = [StageResult(s.number, s.suite, s.title, s.goal, "not built") for s in stages]
+            result.stages = [StageResult(s.number, s.suite, s.title, s.goal, StageStatus.NOT_BUILT) for s in stages]
             return result
+        listed = time.monotonic()
+        expected = expected_tests(tree, exercise, impl, stages, limits)
+        summary.seconds += time.monotonic() - listed  # the listing build, when the tests changed
         env = dict(os.environ, **sanitizers.environment(limits.memory_mb), GTEST_COLOR="no")
-        # Stages are separate processes: two at a time keep both cores busy, and the later
-        # stages, usually the slower ones (threads, death tests), start first.
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            done = list(pool.map(
-                lambda stage: run_stage(tree / target, stage, expected.get(stage.suite, []), env, limits, focus),
-                reversed(stages)))
-        result.stages = done[::-1]
+        result.stages = run_stages(tree / target, stages, expected, env, limits, focus)
     return result
 
 
@@ -188,149 +127,131 @@ def _link_compile_commands(tree: Path) -> None:
             pass
 
 
-_EVENT_RE = re.compile(r"^\[ +(RUN|OK|FAILED|SKIPPED) +\] (\w+\.\w+)", re.M)
+_SHARED_HANG_HEAD = "every stage hung on its first run"
+SHARED_HANG = (_SHARED_HANG_HEAD + " (in {names}): the hang is most likely in code every test runs, such as "
+               "the constructor, so the judge stopped there instead of waiting out each test in turn; the "
+               "tests after it run again once it is fixed")
+
+
+def run_stages(binary: Path, stages: list[Stage], expected: dict[str, list[str]], env: dict[str, str], limits,
+               focus: Path) -> list[StageResult]:
+    """Runs every stage at once, each in its own process. When every stage hangs on its first
+    run, the hang is in code all tests share (a constructor that never returns): one time
+    limit is spent on the whole exercise, not one per test and stage. Otherwise a stage whose
+    test hung or crashed is run again without it, so that the other tests still get their
+    verdicts."""
+    with tempfile.TemporaryDirectory(prefix="alloclab-") as tmp, ThreadPoolExecutor(max(len(stages), 1)) as pool:
+        runs = [_StageRun(binary, stage, expected.get(stage.suite, []), env, limits, focus,
+                          Path(tmp) / str(stage.number)) for stage in stages]
+        again = list(pool.map(_StageRun.step, runs))
+        hung = [r for r in runs if r.wanted]
+        if len(hung) > 1 and all(r.first_hung for r in hung):
+            names = ", ".join(r.first_hung for r in hung)
+            hung[0].result.problems.append(SHARED_HANG.format(names=names))
+            for r in hung[1:]:
+                r.result.problems.append(f"{_SHARED_HANG_HEAD}: see stage {hung[0].stage.number}")
+            again = [False] * len(runs)
+        list(pool.map(_StageRun.finish, [r for r, more in zip(runs, again) if more]))
+    return [r.done() for r in runs]
+
+
+def shared_hang(stages: list[StageResult]) -> bool:
+    return any(p.startswith(_SHARED_HANG_HEAD) for s in stages for p in s.problems)
 
 
 def run_stage(binary: Path, stage: Stage, expected: list[str], env: dict[str, str], limits,
               focus: Path) -> StageResult:
-    """Runs one stage's tests. A test that crashes or hangs is recorded as such, and the stage
-    is run again without it, so one crash does not hide the verdict on the others."""
-    result = StageResult(stage.number, stage.suite, stage.title, stage.goal)
-    outcomes: dict[str, TestOutcome] = {}
-    wanted = [f"{stage.suite}.{name}" for name in expected]
-    hangs = crashes = 0
-    with tempfile.TemporaryDirectory(prefix="alloclab-") as tmp:
-        while True:
-            excluded = [name for name in wanted if name in outcomes]
-            pattern = f"{stage.suite}.*:{CANARY}.*" + ("-" + ":".join(excluded) if excluded else "")
-            report_path = Path(tmp) / f"report-{len(excluded)}.json"
-            run = runner.run([str(binary), f"--gtest_filter={pattern}", f"--gtest_output=json:{report_path}",
-                              "--gtest_brief=0"], cwd=Path(tmp), env=env,
-                             timeout=limits.test_timeout_seconds, keep_bytes=limits.output_bytes)
-            result.seconds += run.seconds
-            stdout, stderr = run.stdout.text(), run.stderr.text()
-            finding = sanitizers.summarize(stderr, str(focus))
-            if finding and sanitizers.hit_memory_limit(finding):
-                finding.limit = f"limit: memory_mb = {limits.memory_mb}"
-            for label, captured in (("standard output", run.stdout), ("standard error", run.stderr)):
-                if captured.truncated:
-                    note = (f"the tests printed {captured.total:,} bytes to {label}; the judge kept the first and "
-                            f"last {limits.output_bytes // 2:,} (limit: output_bytes = {limits.output_bytes})")
-                    # The results come from the report file, not from the captured output,
-                    # so a noisy program is still judged on its tests.
-                    if note not in result.notes:
-                        result.notes.append(note)
-            report = _read_report(report_path)
-            if report is not None and not run.timed_out:
-                _record_report(report, wanted, outcomes, result)
-                if run.returncode != 0 and all(outcomes[n].ok for n in wanted if n in outcomes):
-                    # Every test passed, yet the run failed: a report at exit, such as a leak.
-                    if finding:
-                        result.findings.append(asdict(finding))
-                        result.problems.append(finding.line())
-                    else:
-                        result.problems.append(f"the test binary exited with status {run.returncode} "
-                                               "after its tests finished")
-                break
-            # No complete report: the process crashed, hung, or ended early.
-            running = _running_test(stdout)
-            _record_finished(stdout, outcomes, wanted)
-            if running is None or running not in wanted:
-                result.problems.append(_early_end(run, finding, running))
+    """Runs one stage's tests alone (see run_stages)."""
+    return run_stages(binary, [stage], {stage.suite: expected}, env, limits, focus)[0]
+
+
+class _StageRun:
+    """One stage over its runs. A test that crashes or hangs is recorded as such, and the
+    stage is run again without it, so one crash does not hide the verdict on the others."""
+
+    def __init__(self, binary: Path, stage: Stage, expected: list[str], env: dict[str, str], limits,
+                 focus: Path, tmp: Path):
+        self.binary, self.stage, self.env, self.limits, self.focus, self.tmp = binary, stage, env, limits, focus, tmp
+        self.result = StageResult(stage.number, stage.suite, stage.title, stage.goal)
+        self.outcomes: dict[str, TestOutcome] = {}
+        self.wanted = list(expected)
+        self.hangs = self.crashes = self.runs = 0
+        self.first_hung = ""   # the test the first run hung in
+
+    def finish(self) -> None:
+        while self.step():
+            pass
+
+    def step(self) -> bool:
+        """One run of the stage's tests not yet judged; True when another run is needed."""
+        self.runs += 1
+        result, outcomes, wanted, limits = self.result, self.outcomes, self.wanted, self.limits
+        excluded = [name for name in wanted if name in outcomes]
+        pattern = f"{listing.stage_filter(self.stage.suite)}:{CANARY}.*" + ("-" + ":".join(excluded) if excluded else "")
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        report_path = self.tmp / f"report-{len(excluded)}.json"
+        run = runner.run([str(self.binary), f"--gtest_filter={pattern}", f"--gtest_output=json:{report_path}",
+                          "--gtest_brief=0"], cwd=self.tmp, env=self.env,
+                         timeout=limits.test_timeout_seconds, keep_bytes=limits.output_bytes)
+        result.seconds += run.seconds
+        stdout, stderr = run.stdout.text(), run.stderr.text()
+        finding = sanitizers.summarize(stderr, str(self.focus))
+        if finding and sanitizers.hit_memory_limit(finding):
+            finding.limit = f"limit: memory_mb = {limits.memory_mb}"
+        for label, captured in (("standard output", run.stdout), ("standard error", run.stderr)):
+            if captured.truncated:
+                note = (f"the tests printed {captured.total:,} bytes to {label}; the judge kept the first and "
+                        f"last {limits.output_bytes // 2:,} (limit: output_bytes = {limits.output_bytes})")
+                # The results come from the report file, not from the captured output,
+                # so a noisy program is still judged on its tests.
+                if note not in result.notes:
+                    result.notes.append(note)
+        report = read_report(report_path)
+        if report is not None and not run.timed_out:
+            record_report(report, wanted, outcomes, result)
+            if run.returncode != 0 and all(outcomes[n].ok for n in wanted if n in outcomes):
+                # Every test passed, yet the run failed: a report at exit, such as a leak.
                 if finding:
                     result.findings.append(asdict(finding))
-                break
-            if run.timed_out:
-                hangs += 1
-                outcomes[running] = TestOutcome(running, "timeout", [
-                    f"no result after {limits.test_timeout_seconds:g} s (limit: test_timeout_seconds); the judge "
-                    "stopped it. An infinite loop, or a deadlock if threads are involved?"], None, run.seconds)
-            else:
-                crashes += 1
-                outcomes[running] = TestOutcome(running, "crashed", [_crash_text(run, finding)],
-                                                asdict(finding) if finding else None)
-            if hangs >= 2 or crashes >= len(wanted):
-                result.problems.append("the judge stopped re-running this stage after "
-                                       + (f"{hangs} hangs" if hangs > 1 else f"{crashes} crashes"))
-                break
-    for name in wanted:
-        result.tests.append(outcomes.get(name) or TestOutcome(name, "not run"))
-    if not wanted:
-        result.problems.append(f"no test file defines a test of suite {stage.suite}")
-    if result.problems == [] and all(t.ok for t in result.tests) and result.tests:
-        result.status = "passed"
-    return result
-
-
-def _read_report(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
-        return None
-
-
-def _record_report(report: dict, wanted: list[str], outcomes: dict[str, TestOutcome], result: StageResult) -> None:
-    seen = {}
-    for suite in report.get("testsuites", []):
-        for test in suite.get("testsuite", []):
-            seen[f"{suite.get('name')}.{test.get('name')}"] = test
-    canary = [t for name, t in seen.items() if name.startswith(CANARY + ".")]
-    if canary and not all(_started(t) for t in canary):
-        result.problems.append("the test framework's own check never started: something stopped every test "
-                               "from running (a global test environment that skips or fails?), so no verdict "
-                               "is possible")
-    elif not canary or any(t.get("failures") for t in canary):
-        result.problems.append("the assertion checks of the test framework no longer fail when they should: "
-                               "the code under test has changed the framework's macros, so no verdict is possible")
-    for name in wanted:
-        if name in outcomes:
-            continue
-        test = seen.get(name)
-        if test is None or test.get("status") != "RUN" or not _started(test):
-            continue  # recorded as "not run" below
-        failures = [without_root(f.get("failure", "")).strip() for f in test.get("failures", [])]
-        seconds = float(str(test.get("time", "0s")).rstrip("s") or 0)
-        if failures:
-            outcomes[name] = TestOutcome(name, "failed", failures, None, seconds)
-        elif test.get("result") == "SKIPPED":
-            outcomes[name] = TestOutcome(name, "skipped", ["the test skipped itself in this configuration"],
-                                         None, seconds)
+                    result.problems.append(finding.line())
+                else:
+                    result.problems.append(f"the test binary exited with status {run.returncode} "
+                                           "after its tests finished")
+            return False
+        # No complete report: the process crashed, hung, or ended early.
+        running = running_test(stdout)
+        record_finished(stdout, outcomes, wanted)
+        if running is None or running not in wanted:
+            result.problems.append(_early_end(run, finding, running))
+            if finding:
+                result.findings.append(asdict(finding))
+            return False
+        if run.timed_out:
+            self.hangs += 1
+            if self.runs == 1:
+                self.first_hung = running
+            outcomes[running] = TestOutcome(running, TestStatus.TIMEOUT, [
+                f"no result after {limits.test_timeout_seconds:g} s (limit: test_timeout_seconds); the judge "
+                "stopped it. An infinite loop, or a deadlock if threads are involved?"], None, run.seconds)
         else:
-            outcomes[name] = TestOutcome(name, "passed", [], None, seconds)
+            self.crashes += 1
+            outcomes[running] = TestOutcome(running, TestStatus.CRASHED, [_crash_text(run, finding)],
+                                            asdict(finding) if finding else None)
+        if self.hangs >= 2 or self.crashes >= len(wanted):
+            result.problems.append("the judge stopped re-running this stage after "
+                                   + (f"{self.hangs} hangs" if self.hangs > 1 else f"{self.crashes} crashes"))
+            return False
+        return True
 
-
-def _started(test: dict) -> bool:
-    """GoogleTest lists a test as run and completed even when a global set-up that skipped or
-    failed kept it from starting; only its start time, left at the epoch, tells."""
-    stamp = str(test.get("timestamp", ""))
-    return not stamp.startswith(("1970-01-01", "1969-12-31"))  # the epoch, in local time
-
-
-def _record_finished(stdout: str, outcomes: dict[str, TestOutcome], wanted: list[str]) -> None:
-    """Before a crash, the tests that finished printed their results: keep them."""
-    current, lines = None, []
-    for line in stdout.splitlines():
-        m = _EVENT_RE.match(line)
-        if not m:
-            if current:
-                lines.append(line)
-            continue
-        event, name = m.groups()
-        if event == "RUN":
-            current, lines = name, []
-        elif current == name and name in wanted and name not in outcomes:
-            if event == "OK":
-                outcomes[name] = TestOutcome(name, "passed")
-            elif event == "FAILED":
-                outcomes[name] = TestOutcome(name, "failed", [without_root("\n".join(lines)).strip()])
-            current = None
-
-
-def _running_test(stdout: str) -> str | None:
-    running = None
-    for event, name in _EVENT_RE.findall(stdout):
-        running = name if event == "RUN" else (None if name == running else running)
-    return running
+    def done(self) -> StageResult:
+        result = self.result
+        for name in self.wanted:
+            result.tests.append(self.outcomes.get(name) or TestOutcome(name, TestStatus.NOT_RUN))
+        if not self.wanted:
+            result.problems.append(f"no test file defines a test of suite {self.stage.suite}")
+        if result.problems == [] and all(t.ok for t in result.tests) and result.tests:
+            result.status = StageStatus.PASSED
+        return result
 
 
 def _crash_text(run: runner.RunResult, finding: sanitizers.Finding | None) -> str:

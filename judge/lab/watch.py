@@ -27,7 +27,7 @@ KEYS = "h hint · l list · r run · q quit"
 def add_parser(sub) -> None:
     s = sub.add_parser("watch", help="judge an exercise each time you save it, and move on when it passes")
     s.add_argument("exercise", nargs="?", help="1, 01, arena or 01-arena (default: the first not yet passed)")
-    s.add_argument("--compiler", choices=("clang", "gcc", "all"), default="clang")
+    s.add_argument("--compiler", default="clang", metavar="C", help=build.COMPILER_HELP)
     s.add_argument("--interval", type=float, default=0.5, help=argparse.SUPPRESS)  # seconds between polls
     s.set_defaults(run=run)
 

@@ -27,7 +27,7 @@ class DiagnosticsTest(unittest.TestCase):
         self.assertEqual(diags[2].context, ["  return buffer;", "         ^"])
 
     def test_the_first_error_in_the_learners_file_comes_first(self):
-        result = build.BuildResult(False, 1.0, build.parse_diagnostics(LOG), LOG)
+        result = build.BuildResult(False, 1.0, build.parse_diagnostics(LOG))
         self.assertEqual(result.first_error(Path("/learner/arena.hpp")).line, 20)
         self.assertEqual(result.first_error(None).line, 10)
         self.assertEqual(len(result.warnings_in(Path("/learner/arena.hpp"))), 1)

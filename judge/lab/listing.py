@@ -1,0 +1,82 @@
+"""Which tests exist, as GoogleTest itself counts them (`--gtest_list_tests`): a TEST_P counts
+once per parameter, a TYPED_TEST once per type, and a TEST inside `#if 0` not at all.
+
+Why the list can be trusted: the judge's "every test that exists ran" guarantee must hold
+against a header that wants to hide a failing test. A list read from the judged binary could be
+rewritten by that header's static initializers or exit handlers, which run around GoogleTest's
+main. So the list is read from `list_NN`, the same test files compiled against the reference
+(CMakeLists.txt builds it in the same tree, with the same compiler and instrumentation, so
+tests under `#if` are counted as in the judged build); the learner's code is never compiled
+into it. When the reference itself is judged, its test binary is that build."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from . import build, run as runner
+from .catalog import ROOT, Exercise
+
+_SUITE_RE = re.compile(r"^(\S+)\.(?:\s+#.*)?$")
+_TEST_RE = re.compile(r"^  (\S+)")
+
+
+def parse(output: str) -> list[str]:
+    """`Suite.Test` names from --gtest_list_tests, parameterized ones as `Prefix/Suite.Test/0`."""
+    names, suite = [], None
+    for line in output.splitlines():
+        if m := _SUITE_RE.match(line):
+            suite = m.group(1)
+        elif (m := _TEST_RE.match(line)) and suite:
+            names.append(f"{suite}.{m.group(1)}")
+    return names
+
+
+def belongs(name: str, suite: str) -> bool:
+    """Whether test `name` is of the stage whose suite is `suite`: `S.T`, a TEST_P instance
+    `Prefix/S.T/0`, a TYPED_TEST `S/0.T` or a TYPED_TEST_P `Prefix/S/0.T`."""
+    test_suite = name.split(".", 1)[0]
+    return suite in (test_suite, test_suite.split("/")[-1], *test_suite.split("/")[-2:-1])
+
+
+def stage_filter(suite: str) -> str:
+    """A --gtest_filter that selects every test `belongs` gives to `suite`."""
+    return f"{suite}.*:*/{suite}.*:{suite}/*:*/{suite}/*"
+
+
+def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits) -> list[str] | None:
+    """Every test of the exercise, from the trusted build in `tree` (built here when the tests
+    changed since it was last listed), or None when it cannot be built or read."""
+    binary = tree / (f"test_{exercise.name}" if impl.kind == "solutions" else f"list_{exercise.name}")
+    cache = tree / f"tests-{exercise.name}.json"
+    stamp = _stamp(exercise) + ([_file_stamp(binary)] if impl.kind == "solutions" else [])
+    try:
+        saved = json.loads(cache.read_text(encoding="utf-8"))
+        if saved["stamp"] == stamp and binary.is_file():
+            return saved["tests"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    if impl.kind != "solutions" and not build.build(tree, binary.name, limits.build_timeout_seconds).ok:
+        return None
+    listed = runner.run([str(binary), "--gtest_list_tests"], cwd=tree, timeout=limits.test_timeout_seconds,
+                        keep_bytes=4_000_000)
+    tests = parse(listed.stdout.text())
+    if listed.returncode != 0 or listed.stdout.truncated or not tests:
+        return None
+    cache.write_text(json.dumps({"stamp": stamp, "tests": tests}), encoding="utf-8")
+    return tests
+
+
+def _stamp(exercise: Exercise) -> list[str]:
+    """What the list depends on: the test files, their support files, the reference."""
+    files = [*exercise.tests_dir.glob("*"), *(ROOT / "judge" / "tests" / "support").glob("*"),
+             exercise.solution_file]
+    return sorted(_file_stamp(p) for p in files if p.is_file())
+
+
+def _file_stamp(path: Path) -> str:
+    try:
+        info = path.stat()
+    except OSError:
+        return f"{path}:missing"
+    return f"{path}:{info.st_mtime_ns}:{info.st_size}"

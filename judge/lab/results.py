@@ -1,0 +1,113 @@
+"""The result model of a judgement: a verdict holds one result per configuration (compiler and
+instrumentation), each holds its build and its stages, each stage its tests. Statuses are string
+enums, so they compare equal to their words ("passed") and are written as them in JSON."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+from . import build
+
+
+class TestStatus(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
+    NOT_RUN = "not run"
+
+
+class StageStatus(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_BUILT = "not built"
+
+
+@dataclass
+class TestOutcome:
+    name: str                 # Suite.Test
+    status: TestStatus
+    messages: list[str] = field(default_factory=list)
+    finding: dict | None = None   # a sanitizer report, summarised (sanitizers.Finding)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == TestStatus.PASSED
+
+
+@dataclass
+class StageResult:
+    number: int
+    suite: str
+    title: str
+    goal: str
+    status: StageStatus = StageStatus.FAILED
+    tests: list[TestOutcome] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)   # what went wrong beyond single tests
+    findings: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)      # worth knowing, but no failure (output capped)
+
+    @property
+    def passed_count(self) -> int:
+        return sum(t.ok for t in self.tests)
+
+
+@dataclass
+class BuildSummary:
+    ok: bool
+    seconds: float
+    error: dict | None = None        # the first compiler error (build.Diagnostic)
+    warnings: list[dict] = field(default_factory=list)
+    problem: str = ""
+
+
+@dataclass
+class ConfigResult:
+    compiler: str
+    sanitizer: str
+    build: BuildSummary
+    stages: list[StageResult] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{build.program(self.compiler)} · {self.sanitizer}"
+
+
+@dataclass
+class Verdict:
+    exercise: str
+    title: str
+    implementation: str
+    file: str
+    passed: bool
+    configs: list[ConfigResult]
+    tampering: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def first_failing_stage(self) -> int | None:
+        failing = [s.number for c in self.configs for s in c.stages if s.status != "passed"]
+        return min(failing) if failing else None
+
+    def to_json(self) -> dict:
+        """One object: the verdict, a summary per stage over every configuration, and the
+        detail per configuration (build, stages, tests with their messages and timings).
+        judge/schemas/verdict.schema.json describes it."""
+        data = asdict(self)
+        data["first_failing_stage"] = self.first_failing_stage()
+        data["verdict"] = "passed" if self.passed else "failed"
+        data["configurations"] = [f"{c.compiler}-{c.sanitizer}" for c in self.configs]
+        stages: dict[int, dict] = {}
+        for config in self.configs:
+            for stage in config.stages:
+                entry = stages.setdefault(stage.number, {"number": stage.number, "suite": stage.suite,
+                                                         "title": stage.title, "status": "passed",
+                                                         "passed": 0, "tests": 0})
+                entry["passed"] += stage.passed_count
+                entry["tests"] += len(stage.tests)
+                if stage.status != "passed":
+                    entry["status"] = stage.status if entry["status"] == "passed" else entry["status"]
+        data["stages"] = [stages[n] for n in sorted(stages)]
+        return data

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Captures the golden fixtures beside this file: what each compiler really prints for the six
+things the judge must read (a compile error in the learner's header, a warning, a function
+defined twice at link time, and an AddressSanitizer, UndefinedBehaviorSanitizer and
+ThreadSanitizer report), one folder per compiler. test_golden.py parses every one.
+
+Run it again when a compiler is added or upgraded:
+    python3 judge/selftest/golden/capture.py [g++-12 clang++-14 clang++-19]
+The temporary folder the programs are built in is written as /alloclab in the fixtures."""
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+
+from lab import run as runner, sanitizers  # noqa: E402
+
+COMPILERS = ("g++-12", "clang++-14", "clang++-19")
+PLACE = "/alloclab"
+
+# Each case: the learner's header, the files that include it, how to build, whether to run.
+# The line numbers test_golden.py expects are those of the marked lines below.
+CASES = {
+    "compile-error": ("""#pragma once
+inline int answer() {
+  return undeclared_name;  // line 3: the error
+}
+""", "#include \"arena.hpp\"\nint main() { return answer(); }\n", [], False),
+    "warning": ("""#pragma once
+inline int answer(int unused) {  // line 2: the warning
+  return 42;
+}
+""", "#include \"arena.hpp\"\nint main() { return answer(1) == 42 ? 0 : 1; }\n", [], False),
+    "duplicate-definition": ("""#pragma once
+int answer() { return 42; }  // not inline: defined in every file that includes it
+""", "#include \"arena.hpp\"\nint main() { return answer() == 42 ? 0 : 1; }\n", [], False),
+    "asan": ("""#pragma once
+inline int read_past(int* block, int n) {
+  return block[n];  // line 3: one past the end
+}
+""", "#include \"arena.hpp\"\nint main() { int* b = new int[4]; int r = read_past(b, 4); delete[] b; return r; }\n",
+             ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"], True),
+    "ubsan": ("""#pragma once
+#include <climits>
+inline int grow(int x) {
+  return x + 1;  // line 4: overflows for INT_MAX
+}
+""", "#include \"arena.hpp\"\nint main(int argc, char**) { return grow(INT_MAX - 1 + argc) > 0; }\n",
+              ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"], True),
+    "tsan": ("""#pragma once
+#include <thread>
+inline long counter = 0;
+inline void bump() {
+  for (int i = 0; i < 100000; ++i) ++counter;  // line 5: unsynchronised
+}
+""", "#include \"arena.hpp\"\nint main() { std::thread a(bump), b(bump); a.join(); b.join(); return counter == 0; }\n",
+             ["-fsanitize=thread"], True),
+}
+
+
+def capture(compiler: str, case: str, tmp: Path) -> str:
+    header, main, flags, run = CASES[case]
+    (tmp / "arena.hpp").write_text(header)
+    (tmp / "main.cpp").write_text(main)
+    sources = [tmp / "main.cpp"]
+    if case == "duplicate-definition":
+        (tmp / "other.cpp").write_text("#include \"arena.hpp\"\n")
+        sources.append(tmp / "other.cpp")
+    linker = ["-fuse-ld=lld"] if "clang" in compiler and shutil.which("ld.lld") else []  # as CMakeLists.txt does
+    argv = [compiler, "-std=c++20", "-Wall", "-Wextra", "-g", "-O0", "-fno-omit-frame-pointer", *flags, *linker,
+            *map(str, sources), "-o", str(tmp / "program")]
+    built = runner.run(argv, cwd=tmp, timeout=300, keep_bytes=400_000)
+    text = built.stdout.text() + built.stderr.text()
+    if run and built.returncode == 0:
+        ran = runner.run([str(tmp / "program")], cwd=tmp, env=dict(sanitizers.environment(4096)),
+                         timeout=120, keep_bytes=400_000)
+        text = ran.stderr.text()
+    return text.replace(str(tmp), PLACE)
+
+
+def main(argv: list[str]) -> int:
+    for compiler in argv or COMPILERS:
+        if not shutil.which(compiler):
+            print(f"{compiler}: not installed, skipped")
+            continue
+        folder = HERE / compiler
+        folder.mkdir(exist_ok=True)
+        for case in CASES:
+            with tempfile.TemporaryDirectory(prefix="alloclab-golden-") as tmp:
+                text = capture(compiler, case, Path(tmp))
+            (folder / f"{case}.txt").write_text(text, encoding="utf-8")
+            print(f"{compiler}/{case}.txt: {len(text.splitlines())} lines")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

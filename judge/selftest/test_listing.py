@@ -1,0 +1,123 @@
+"""Which tests exist is what GoogleTest counts, not what a regular expression finds in the
+sources: a TEST_P counts once per parameter, a TYPED_TEST once per type, a TEST inside `#if 0`
+not at all, and each is run by the stage whose suite it belongs to."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+from lab import listing
+from lab.catalog import ROOT
+
+STAGE_FILE = r"""
+#include <gtest/gtest.h>
+
+TEST(ArenaBasics, Plain) {}
+
+#if 0
+TEST(ArenaBasics, DisabledByThePreprocessor) {}
+#endif
+
+class ArenaBasicsP : public ::testing::TestWithParam<int> {};
+TEST_P(ArenaBasicsP, EverySize) { EXPECT_GE(GetParam(), 0); }
+INSTANTIATE_TEST_SUITE_P(Sizes, ArenaBasicsP, ::testing::Values(0, 1, 8));
+
+template <class T> class ArenaTyped : public ::testing::Test {};
+using Types = ::testing::Types<int, double>;
+TYPED_TEST_SUITE(ArenaTyped, Types);
+TYPED_TEST(ArenaTyped, EveryType) { EXPECT_TRUE(true); }
+
+TEST(Other, NotThisStage) {}
+"""
+
+LISTED = """ArenaBasics.
+  Plain
+Sizes/ArenaBasicsP.
+  EverySize/0  # GetParam() = 0
+  EverySize/1  # GetParam() = 1
+ArenaTyped/0.  # TypeParam = int
+  EveryType
+"""
+
+
+class Parse(unittest.TestCase):
+    def test_parameters_and_types_are_names_of_their_own(self):
+        self.assertEqual(listing.parse(LISTED), ["ArenaBasics.Plain", "Sizes/ArenaBasicsP.EverySize/0",
+                                                 "Sizes/ArenaBasicsP.EverySize/1", "ArenaTyped/0.EveryType"])
+
+    def test_a_test_belongs_to_its_suite_only(self):
+        self.assertTrue(listing.belongs("Sizes/ArenaBasicsP.EverySize/0", "ArenaBasicsP"))
+        self.assertTrue(listing.belongs("ArenaTyped/1.EveryType", "ArenaTyped"))
+        self.assertTrue(listing.belongs("Prefix/ArenaTyped/1.EveryType", "ArenaTyped"))
+        self.assertFalse(listing.belongs("ArenaBasicsP.X", "ArenaBasics"))
+        self.assertFalse(listing.belongs("ArenaBasics/0.X", "Arena"))
+
+
+class RealBinary(unittest.TestCase):
+    """A stage file with a TEST_P, a TYPED_TEST and a TEST inside `#if 0`, compiled for real."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not shutil.which("clang++") or not Path("/usr/include/gtest/gtest.h").is_file():
+            raise unittest.SkipTest("clang++ or GoogleTest not installed")
+        cls.tmp = tempfile.TemporaryDirectory()
+        src, cls.binary = Path(cls.tmp.name) / "stage.cpp", Path(cls.tmp.name) / "stage"
+        src.write_text(STAGE_FILE)
+        subprocess.run(["clang++", "-std=c++20", str(src), "-o", str(cls.binary), "-lgtest", "-lgtest_main",
+                        "-pthread"], check=True, timeout=300)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def run_binary(self, *args: str) -> str:
+        return subprocess.run([str(self.binary), *args], capture_output=True, text=True, timeout=60).stdout
+
+    def test_every_instance_is_counted_and_nothing_disabled(self):
+        names = listing.parse(self.run_binary("--gtest_list_tests"))
+        self.assertEqual(sorted(names), sorted([
+            "ArenaBasics.Plain", "Sizes/ArenaBasicsP.EverySize/0", "Sizes/ArenaBasicsP.EverySize/1",
+            "Sizes/ArenaBasicsP.EverySize/2", "ArenaTyped/0.EveryType", "ArenaTyped/1.EveryType",
+            "Other.NotThisStage"]))
+        self.assertNotIn("DisabledByThePreprocessor", " ".join(names))
+
+    def test_the_stage_filter_runs_exactly_the_stage_tests(self):
+        names = listing.parse(self.run_binary("--gtest_list_tests"))
+        for suite in ("ArenaBasics", "ArenaBasicsP", "ArenaTyped"):
+            ran = listing.parse(self.run_binary("--gtest_list_tests", f"--gtest_filter={listing.stage_filter(suite)}"))
+            self.assertEqual(ran, [n for n in names if listing.belongs(n, suite)], suite)
+            self.assertTrue(ran, suite)
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+class TheListIsTrusted(unittest.TestCase):
+    """The judged binary has the learner's code in it, whose static initializers could print a
+    list without the test that fails: the list is read from the build against the reference."""
+
+    def test_the_judged_binary_is_never_asked(self):
+        import os
+        from unittest import mock
+
+        from lab import build, catalog as cat
+        exercise = cat.load().resolve("1")
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = Path(tmp)
+            for name, listed in ((f"test_{exercise.name}", "ArenaBasics.\n  OnlyThePassingOne\n"),
+                                 (f"list_{exercise.name}", "ArenaBasics.\n  OnlyThePassingOne\n  TheFailingOne\n")):
+                (tree / name).write_text(f"#!/bin/sh\nprintf '{listed}'\n")
+                os.chmod(tree / name, 0o755)
+            built = build.BuildResult(True, 0.0, [])
+            limits = cat.load().limits
+            with mock.patch.object(listing.build, "build", return_value=built) as rebuilt:
+                names = listing.tests_of(tree, exercise, build.Impl("source", Path("/x/arena.hpp")), limits)
+            rebuilt.assert_called_once_with(tree, f"list_{exercise.name}", limits.build_timeout_seconds)
+            self.assertEqual(names, ["ArenaBasics.OnlyThePassingOne", "ArenaBasics.TheFailingOne"])
+            # Listed once, the list is kept until the test files change.
+            (tree / f"list_{exercise.name}").write_text("#!/bin/sh\nexit 1\n")
+            self.assertEqual(listing.tests_of(tree, exercise, build.Impl("exercises"), limits), names)
