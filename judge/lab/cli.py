@@ -71,13 +71,14 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("exercise")
     s.set_defaults(run=cmd_hint)
 
-    from . import bench, check, docs, doctor, learner, watch
+    from . import bench, check, docs, doctor, learner, mutate, watch
     watch.add_parser(sub)
     learner.add_parsers(sub)
     check.add_parser(sub)
     doctor.add_parser(sub)
     bench.add_parser(sub)
     docs.add_parser(sub)
+    mutate.add_parser(sub)
     return p
 
 

@@ -9,7 +9,7 @@
 #include "alloclab_test.hpp"
 #include "pool_test_support.hpp"
 
-namespace pool_stage1 {
+namespace stage1_free_list {
 
 using alloclab::FixedPool;
 using alloclab::test::address;
@@ -170,4 +170,4 @@ TEST(PoolFreeList, FreedBlocksAreAllReusedBeforeGrowing) {
   for (void* p : second) pool.deallocate(p);
 }
 
-}  // namespace pool_stage1
+}  // namespace stage1_free_list

@@ -1,13 +1,15 @@
-// Helpers shared by the stages of exercise 03. The stages are compiled as one translation
+// Helpers shared by the stages of exercise 03. The stages are compiled two to a translation
 // unit, so whatever more than one file needs lives here, once.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
+
+#include "block_pool.hpp"
 
 namespace alloclab::test {
 
@@ -34,6 +36,31 @@ inline std::string show(const std::vector<int>& v) {
 
 inline std::string show(const std::optional<std::vector<int>>& v) {
   return v ? show(*v) : std::string("std::nullopt");
+}
+
+/// What a caller can see of a pool, as text: "refcounts {1, 2, 0, 0}, 2 free". Two pools
+/// built and used the same way describe alike.
+inline std::string describe(const alloclab::BlockPool& pool) {
+  std::vector<int> counts;
+  for (int b = 0; b < pool.num_blocks(); ++b) counts.push_back(pool.refcount(b));
+  return "refcounts " + show(counts) + ", " + std::to_string(pool.num_free()) + " free";
+}
+
+/// What a caller can see of a cache, as text: for each sequence of `ids` its length, block
+/// table and a checksum of its stored tokens, then the pool.
+inline std::string describe(const alloclab::PagedKVCache& cache, const std::vector<int>& ids,
+                            std::size_t token_bytes) {
+  std::string s;
+  for (int id : ids) {
+    std::uint64_t sum = 1469598103934665603u;  // FNV-1a over every stored byte
+    for (int pos = 0; pos < cache.length(id); ++pos) {
+      const auto* bytes = static_cast<const unsigned char*>(cache.token(id, pos));
+      for (std::size_t i = 0; bytes != nullptr && i < token_bytes; ++i) sum = (sum ^ bytes[i]) * 1099511628211u;
+    }
+    s += "sequence " + std::to_string(id) + ": length " + std::to_string(cache.length(id)) + ", blocks " +
+         show(cache.block_table(id)) + ", tokens #" + std::to_string(sum % 100000) + "; ";
+  }
+  return s + describe(cache.pool());
 }
 
 }  // namespace alloclab::test

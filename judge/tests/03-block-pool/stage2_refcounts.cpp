@@ -9,10 +9,15 @@
 
 #include "alloclab_test.hpp"
 #include "block_pool_test_support.hpp"
+#include "failing_new.hpp"
 
-namespace {
+namespace stage2_refcounts {
 
 using alloclab::BlockPool;
+using alloclab::test::call_with_failing_new;
+using alloclab::test::describe;
+using alloclab::test::failing_new_works;
+using alloclab::test::for_each_failing_allocation;
 using alloclab::test::show;
 
 TEST(BlockPoolRefcounts, AllocatedBlocksHaveOneReference) {
@@ -107,6 +112,40 @@ TEST(BlockPoolRefcounts, NumbersOutsideThePoolThrow) {
   EXPECT_EQ(pool.num_free(), 0) << "Refused calls must not free anything.";
 }
 
+// retain() and release() need no memory in the reference, but a free stack that grows as
+// blocks come back does: whatever they allocate, a refused allocation must leave every count
+// and the free stack as they were.
+TEST(BlockPoolRefcounts, RetainAndReleaseChangeNothingWhenTheHeapFails) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  struct Call {
+    const char* what;
+    void (*member)(BlockPool&);
+  };
+  const Call calls[] = {{"retain(0)", [](BlockPool& p) { p.retain(0); }},
+                        {"release(0)", [](BlockPool& p) { p.release(0); }},
+                        {"release(2)", [](BlockPool& p) { p.release(2); }}};
+  for (const Call& call : calls) {
+    for_each_failing_allocation([&](long n) {
+      BlockPool pool(6), twin(6);  // block 0 has one reference, block 2 two
+      for (BlockPool* p : {&pool, &twin}) {
+        (void)p->allocate(4);
+        p->retain(2);
+        p->release(1);
+      }
+      const std::string before = describe(pool);
+      const auto outcome = call_with_failing_new(n, [&] { call.member(pool); });
+      if (outcome.fired && outcome.threw) {
+        EXPECT_EQ(describe(pool), before)
+            << call.what << " threw std::bad_alloc when heap allocation " << n << " inside it failed; a call "
+            << "that throws must change nothing. Make room on the free stack before you change a count.";
+        EXPECT_EQ(show(pool.allocate(pool.num_free())), show(twin.allocate(twin.num_free())))
+            << "After " << call.what << " threw std::bad_alloc, the free stack must be in its old order.";
+      }
+      return outcome.fired;
+    });
+  }
+}
+
 // A random mix of allocate, retain and release against a model of counts and a stack.
 TEST(BlockPoolRefcounts, MatchesAModelOverAThousandOperations) {
   constexpr int kBlocks = 16;
@@ -155,4 +194,4 @@ TEST(BlockPoolRefcounts, MatchesAModelOverAThousandOperations) {
   }
 }
 
-}  // namespace
+}  // namespace stage2_refcounts

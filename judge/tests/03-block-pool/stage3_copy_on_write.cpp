@@ -8,10 +8,15 @@
 
 #include "alloclab_test.hpp"
 #include "block_pool_test_support.hpp"
+#include "failing_new.hpp"
 
-namespace {
+namespace stage3_copy_on_write {
 
 using alloclab::BlockPool;
+using alloclab::test::call_with_failing_new;
+using alloclab::test::describe;
+using alloclab::test::failing_new_works;
+using alloclab::test::for_each_failing_allocation;
 using alloclab::test::show;
 
 TEST(BlockPoolCopyOnWrite, ExclusiveBlockIsReturnedAsIs) {
@@ -107,4 +112,25 @@ TEST(BlockPoolCopyOnWrite, FreeOrOutOfRangeBlockThrows) {
   EXPECT_EQ(*next, (std::vector<int>{2, 3})) << "Refused calls must leave the free stack as it was; got " << show(next);
 }
 
-}  // namespace
+// Whatever make_writable() allocates, a refused allocation must leave the shared block
+// with all its owners and the free stack as it was: the caller still holds its reference.
+TEST(BlockPoolCopyOnWrite, MakeWritableChangesNothingWhenTheHeapFails) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  for_each_failing_allocation([](long n) {
+    BlockPool pool(4);
+    (void)pool.allocate(2);
+    pool.retain(0);
+    const std::string before = describe(pool);
+    int fresh = -2;
+    const auto outcome = call_with_failing_new(n, [&] { fresh = pool.make_writable(0); });
+    if (outcome.fired && outcome.threw) {
+      EXPECT_EQ(describe(pool), before) << "make_writable(0) threw std::bad_alloc when heap allocation " << n
+                                        << " inside it failed; a call that throws must change nothing.";
+    } else if (!outcome.fired) {
+      EXPECT_EQ(fresh, 2) << "make_writable(0) of a shared block with blocks 2 and 3 free must return 2.";
+    }
+    return outcome.fired;
+  });
+}
+
+}  // namespace stage3_copy_on_write
