@@ -55,5 +55,15 @@ class GenerateTest(unittest.TestCase):
             self.assertEqual(kinds, {"relational", "arithmetic", "logical", "constant", "deletion"}, ex.name)
 
 
+    def test_every_recorded_equivalent_mutant_is_still_made_and_has_a_reason(self):
+        from lab import catalog as cat
+        for ex in cat.load().exercises:
+            made = {m.key() for m in mutate.generate(ex.solution_file.read_text(encoding="utf-8"))}
+            for key, reason in mutate.equivalents(ex).items():
+                with self.subTest(exercise=ex.name, line=key[0]):
+                    self.assertIn(key, made, "the reference changed: drop or update the record")
+                    self.assertTrue(reason.strip())
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -102,12 +102,17 @@ TEST(BlockPoolFreeStack, FailedAllocateChangesNothing) {
 TEST(BlockPoolFreeStack, ReleaseFreesABlock) {
   BlockPool pool(4);
   const auto blocks = pool.allocate(2);
-  ASSERT_TRUE(blocks.has_value()) << "allocate(2) on a new pool of 4 blocks returned std::nullopt.";
-  pool.release(1);
-  EXPECT_EQ(pool.num_free(), 3)
-      << "release() of a block with one reference must free it: num_free() must go from 2 to 3.";
-  pool.release(0);
-  EXPECT_EQ(pool.num_free(), 4) << "After releasing both blocks, every block is free again.";
+  ASSERT_TRUE(blocks.has_value() && blocks->size() == 2)
+      << "allocate(2) on a new pool of 4 blocks must return 2 blocks, not " << show(blocks) << ".";
+  const int first = blocks->at(0), second = blocks->at(1);
+  pool.release(second);
+  EXPECT_EQ(pool.num_free(), 3) << "allocate(2) handed out " << show(blocks) << "; release(" << second
+                                << ") of a block with one reference must free it: num_free() must go from 2 "
+                                << "to 3, not to " << pool.num_free() << ".";
+  pool.release(first);
+  EXPECT_EQ(pool.num_free(), 4) << "allocate(2) handed out " << show(blocks) << "; after release(" << second
+                                << ") and release(" << first << "), every block is free again, so num_free() "
+                                << "must be 4, not " << pool.num_free() << ".";
 }
 
 TEST(BlockPoolFreeStack, MostRecentlyFreedComesOutFirst) {

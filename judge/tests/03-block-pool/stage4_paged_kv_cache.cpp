@@ -274,8 +274,12 @@ TEST(PagedKVCache, AppendNeverWritesIntoASharedBlock) {
       << "After both wrote into it, the last block can no longer be shared.";
   EXPECT_EQ(cache.pool().num_free(), 5)
       << "Only the first writer copies; the second is then alone in the old block: 2 + 1 blocks in use.";
-  EXPECT_EQ(first_wrong_token(cache, parent, 1, 0, 6), -1) << "The parent's first 6 tokens must be untouched.";
-  EXPECT_EQ(first_wrong_token(cache, child, 1, 0, 6), -1) << "The child's first 6 tokens must be the parent's.";
+  EXPECT_EQ(first_wrong_token(cache, parent, 1, 0, 6), -1)
+      << "The parent's token " << first_wrong_token(cache, parent, 1, 0, 6) << " is wrong after its append() "
+      << "copied the shared block that held its tokens 4 and 5: the copy must start with those tokens.";
+  EXPECT_EQ(first_wrong_token(cache, child, 1, 0, 6), -1)
+      << "The child's token " << first_wrong_token(cache, child, 1, 0, 6) << " is wrong: the first 6 tokens of "
+      << "a fork are its parent's, and nothing may overwrite them.";
 }
 
 TEST(PagedKVCache, FullSharedBlocksStayShared) {
