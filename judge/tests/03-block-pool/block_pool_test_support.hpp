@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "block_pool.hpp"
 
 namespace alloclab::test {
@@ -36,6 +38,20 @@ inline std::string show(const std::vector<int>& v) {
 
 inline std::string show(const std::optional<std::vector<int>>& v) {
   return v ? show(*v) : std::string("std::nullopt");
+}
+
+/// `allocate(n)` on a new pool, which must hand out blocks 0, 1, …, n-1. The tests of stages 2
+/// to 4 build on that order; when it does not hold they say so here, instead of failing later
+/// in a way that blames the member they test.
+inline ::testing::AssertionResult takes_the_first_blocks(alloclab::BlockPool& pool, int n) {
+  std::vector<int> want;
+  for (int b = 0; b < n; ++b) want.push_back(b);
+  const auto got = pool.allocate(n);
+  if (got && *got == want) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "allocate(" << n << ") on a new pool returned " << show(got) << ", not " << show(want)
+         << ": this test builds on stage 1, where a new pool hands out its blocks in ascending order. Make "
+            "stage 1 pass first.";
 }
 
 /// What a caller can see of a pool, as text: "refcounts {1, 2, 0, 0}, 2 free". Two pools

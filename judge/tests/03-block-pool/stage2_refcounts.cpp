@@ -19,6 +19,7 @@ using alloclab::test::describe;
 using alloclab::test::failing_new_works;
 using alloclab::test::for_each_failing_allocation;
 using alloclab::test::show;
+using alloclab::test::takes_the_first_blocks;
 
 TEST(BlockPoolRefcounts, AllocatedBlocksHaveOneReference) {
   BlockPool pool(4);
@@ -35,7 +36,7 @@ TEST(BlockPoolRefcounts, AllocatedBlocksHaveOneReference) {
 
 TEST(BlockPoolRefcounts, RetainAddsAReference) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(1).has_value()) << "allocate(1) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 1));
   pool.retain(0);
   EXPECT_EQ(pool.refcount(0), 2) << "After one retain(), block 0 has two owners: refcount(0) must be 2.";
   pool.retain(0);
@@ -45,7 +46,7 @@ TEST(BlockPoolRefcounts, RetainAddsAReference) {
 
 TEST(BlockPoolRefcounts, SharedBlockStaysInUseUntilTheLastRelease) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(1).has_value()) << "allocate(1) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 1));
   pool.retain(0);
   pool.retain(0);
   pool.release(0);
@@ -69,7 +70,7 @@ TEST(BlockPoolRefcounts, SharedBlockStaysInUseUntilTheLastRelease) {
 
 TEST(BlockPoolRefcounts, ReleasingAFreeBlockThrows) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(2).has_value()) << "allocate(2) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 2));
   pool.release(0);
   EXPECT_THROW(pool.release(0), std::logic_error)
       << "release(0) on a block already freed (a double free) must throw a std::logic_error: it means two "
@@ -99,7 +100,7 @@ TEST(BlockPoolRefcounts, RetainingAFreeBlockThrows) {
 
 TEST(BlockPoolRefcounts, NumbersOutsideThePoolThrow) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(4).has_value()) << "allocate(4) on a new pool of 4 blocks returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 4));
   for (int b : {-1, 4, 5, INT_MIN, INT_MAX}) {
     EXPECT_THROW(pool.retain(b), std::logic_error)
         << "retain(" << b << ") must throw a std::logic_error (std::out_of_range is one): block numbers run "

@@ -18,10 +18,11 @@ using alloclab::test::describe;
 using alloclab::test::failing_new_works;
 using alloclab::test::for_each_failing_allocation;
 using alloclab::test::show;
+using alloclab::test::takes_the_first_blocks;
 
 TEST(BlockPoolCopyOnWrite, ExclusiveBlockIsReturnedAsIs) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(2).has_value()) << "allocate(2) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 2));
   EXPECT_EQ(pool.make_writable(1), 1)
       << "make_writable(1) on a block with one reference must return 1 itself: its only owner may write "
          "in place, and a copy would waste a block and a memcpy.";
@@ -31,7 +32,7 @@ TEST(BlockPoolCopyOnWrite, ExclusiveBlockIsReturnedAsIs) {
 
 TEST(BlockPoolCopyOnWrite, SharedBlockIsSwappedForANewOne) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(2).has_value()) << "allocate(2) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 2));
   pool.retain(0);
   const int fresh = pool.make_writable(0);
   EXPECT_EQ(fresh, 2) << "make_writable(0) on a shared block must return a new block, taken from the top of "
@@ -48,7 +49,7 @@ TEST(BlockPoolCopyOnWrite, SharedBlockIsSwappedForANewOne) {
 
 TEST(BlockPoolCopyOnWrite, TheNewBlockIsTheMostRecentlyFreed) {
   BlockPool pool(8);
-  ASSERT_TRUE(pool.allocate(4).has_value()) << "allocate(4) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 4));
   pool.release(2);
   pool.retain(1);
   EXPECT_EQ(pool.make_writable(1), 2)
@@ -58,7 +59,7 @@ TEST(BlockPoolCopyOnWrite, TheNewBlockIsTheMostRecentlyFreed) {
 
 TEST(BlockPoolCopyOnWrite, TheLastOwnerKeepsTheOriginal) {
   BlockPool pool(8);
-  ASSERT_TRUE(pool.allocate(1).has_value()) << "allocate(1) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 1));
   pool.retain(0);
   pool.retain(0);  // three owners
   const int a = pool.make_writable(0);
@@ -74,7 +75,7 @@ TEST(BlockPoolCopyOnWrite, TheLastOwnerKeepsTheOriginal) {
 
 TEST(BlockPoolCopyOnWrite, NoFreeBlockChangesNothing) {
   BlockPool pool(2);
-  ASSERT_TRUE(pool.allocate(2).has_value()) << "allocate(2) on a new pool of 2 returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 2));
   pool.retain(0);
   EXPECT_EQ(pool.make_writable(0), -1)
       << "make_writable() of a shared block with no block free must return -1.";
@@ -91,14 +92,14 @@ TEST(BlockPoolCopyOnWrite, NoFreeBlockChangesNothing) {
 
 TEST(BlockPoolCopyOnWrite, ExclusiveBlockNeedsNoFreeBlock) {
   BlockPool pool(1);
-  ASSERT_TRUE(pool.allocate(1).has_value()) << "allocate(1) on a new pool of 1 returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 1));
   EXPECT_EQ(pool.make_writable(0), 0)
       << "make_writable(0) on an exclusive block must return 0 even when no block is free: it needs none.";
 }
 
 TEST(BlockPoolCopyOnWrite, FreeOrOutOfRangeBlockThrows) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(2).has_value()) << "allocate(2) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 2));
   EXPECT_THROW((void)pool.make_writable(3), std::logic_error)
       << "make_writable(3) on a free block must throw a std::logic_error: nobody owns it, so nobody may write it.";
   EXPECT_EQ(pool.num_free(), 2) << "A refused make_writable() must take no block.";
