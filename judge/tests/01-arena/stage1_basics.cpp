@@ -2,7 +2,10 @@
 #include "arena.hpp"
 
 #include <climits>
+#include <cstddef>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <type_traits>
 
 #include "alloclab_test.hpp"

@@ -2,8 +2,13 @@
 #include "arena.hpp"
 
 #include <climits>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <stdexcept>
+#include <vector>
 
 #include "alloclab_test.hpp"
 

@@ -1,8 +1,11 @@
 // Stage 1 — the free list: allocate, deallocate, last-in-first-out reuse, and the counts.
 #include "fixed_pool.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <set>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 

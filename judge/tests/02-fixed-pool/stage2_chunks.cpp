@@ -1,9 +1,14 @@
 // Stage 2 — chunks and limits: growth, max_chunks, the stride's rounding and alignment, owns().
 #include "fixed_pool.hpp"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 

@@ -1,6 +1,8 @@
 // Stage 3 — ObjectPool: construction in a pooled block, destruction, and a constructor that throws.
 #include "fixed_pool.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <set>
 #include <string>
 #include <utility>

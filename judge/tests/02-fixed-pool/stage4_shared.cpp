@@ -7,11 +7,16 @@
 
 #include <atomic>
 #include <barrier>
+#include <cstddef>
+#include <cstdint>
 #include <latch>
+#include <new>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "alloclab_test.hpp"

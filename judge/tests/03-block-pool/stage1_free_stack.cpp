@@ -2,6 +2,8 @@
 // and a request that cannot be met in full takes nothing.
 #include "block_pool.hpp"
 
+#include <cstddef>
+#include <new>
 #include <optional>
 #include <random>
 #include <stdexcept>

@@ -3,8 +3,11 @@
 #include "block_pool.hpp"
 
 #include <climits>
+#include <cstddef>
+#include <new>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "alloclab_test.hpp"

@@ -3,7 +3,9 @@
 #include "block_pool.hpp"
 
 #include <climits>
+#include <new>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "alloclab_test.hpp"
