@@ -244,10 +244,11 @@ class PagedKVCache {
     return value;
   }
   // The product, or std::bad_alloc when it would wrap or exceed the largest buffer a vector
-  // holds (which would throw std::length_error, against the kit's error policy).
+  // holds (which would throw std::length_error, against the kit's error policy). `b` is never
+  // 0: every size is checked positive before.
   static std::size_t checked_product(std::size_t a, std::size_t b) {
     constexpr std::size_t kLargest = PTRDIFF_MAX;
-    if (b != 0 && a > kLargest / b) throw std::bad_alloc();
+    if (a > kLargest / b) throw std::bad_alloc();
     return a * b;
   }
 

@@ -452,8 +452,9 @@ TEST(PagedKVCache, CopyOnWriteIntoBlockZeroSucceeds) {
       << "The child's token 2 must be the one it appended.";
 }
 
-// Three sequences in a cache of 8 blocks of 4 tokens: a parent of 6 tokens (blocks 0 and 1,
-// block 1 half full), its fork, which shares both, and another of 4 tokens (block 2, full).
+// Four sequences in a cache of 8 blocks of 4 tokens: a parent of 6 tokens (blocks 0 and 1,
+// block 1 half full), its fork, which shares both, another of 4 tokens (block 2, full), and
+// a longer one of 16 (blocks 3 to 6, all full), which leaves one block free.
 struct Family {
   PagedKVCache cache{8, 4, kTokenBytes};
   PagedKVCache::SeqId parent = cache.create();
@@ -461,8 +462,10 @@ struct Family {
   PagedKVCache::SeqId child = cache.fork(parent);
   PagedKVCache::SeqId other = cache.create();
   bool filled_other = append_tokens(cache, other, 2, 0, 4);
+  PagedKVCache::SeqId longer = cache.create();
+  bool filled_longer = append_tokens(cache, longer, 4, 0, 16);
 
-  std::vector<int> ids() const { return {parent, child, other}; }
+  std::vector<int> ids() const { return {parent, child, other, longer}; }
   std::string state() const { return describe(cache, ids(), kTokenBytes); }
   // The blocks a new sequence gets until the cache is full: the order of the free stack.
   std::vector<int> drain() {
@@ -480,7 +483,7 @@ void changes_nothing_when_the_heap_fails(const std::string& what, Member member,
   ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
   for_each_failing_allocation([&](long n) {
     Family family, twin;
-    if (!family.filled || !family.filled_other) {
+    if (!family.filled || !family.filled_other || !family.filled_longer) {
       ADD_FAILURE() << "append() returned false with blocks free, before " << what << " was called.";
       return false;
     }
@@ -525,6 +528,13 @@ TEST(PagedKVCache, AppendChangesNothingWhenTheHeapFails) {
       "append(child, ...) into a shared, half-full block", [&](Family& f) { ok = f.cache.append(f.child, t.data()); },
       [&](Family& f) {
         EXPECT_TRUE(ok && f.cache.length(f.child) == 7) << "append() to the child must store its 7th token.";
+      });
+  changes_nothing_when_the_heap_fails(
+      "append(longer, ...) into a fifth block", [&](Family& f) { ok = f.cache.append(f.longer, t.data()); },
+      [&](Family& f) {
+        EXPECT_TRUE(ok && f.cache.block_table(f.longer).size() == 5)
+            << "append() of token 16 to a sequence of 4 full blocks must take a fifth; the table is "
+            << show(f.cache.block_table(f.longer)) << ".";
       });
   changes_nothing_when_the_heap_fails(
       "append() to a new sequence",
