@@ -37,8 +37,8 @@ class Arena {
   /// included), and the bytes skipped to reach it count in `used()`. An `align` that is not
   /// a power of two (0, 3, 48) throws std::invalid_argument.
   /// Stage 4: under AddressSanitizer, unpoison exactly the `n` bytes handed out.
-  void* allocate([[maybe_unused]] std::size_t n,
-                 [[maybe_unused]] std::size_t align = alignof(std::max_align_t)) {
+  [[nodiscard]] void* allocate([[maybe_unused]] std::size_t n,
+                               [[maybe_unused]] std::size_t align = alignof(std::max_align_t)) {
     return nullptr;
   }
 
@@ -46,7 +46,7 @@ class Arena {
   /// Throw std::bad_alloc (std::bad_array_new_length is one) when count * sizeof(T) does
   /// not fit in a std::size_t.
   template <class T>
-  T* alloc_array([[maybe_unused]] std::size_t count) {
+  [[nodiscard]] T* alloc_array([[maybe_unused]] std::size_t count) {
     return nullptr;
   }
 
@@ -56,14 +56,14 @@ class Arena {
 
   /// Stage 1: bytes from the buffer's start to the end of the last allocation, padding
   /// included (stage 2).
-  std::size_t used() const noexcept { return 0; }
+  [[nodiscard]] std::size_t used() const noexcept { return 0; }
 
   /// Stage 3: the largest used() ever seen. reset() and rewind() never lower it; a failed
   /// request never raises it.
-  std::size_t peak() const noexcept { return 0; }
+  [[nodiscard]] std::size_t peak() const noexcept { return 0; }
 
   /// Stage 1: the size given to the constructor.
-  std::size_t capacity() const noexcept { return 0; }
+  [[nodiscard]] std::size_t capacity() const noexcept { return 0; }
 
   /// A position to come back to with rewind().
   struct Marker {
@@ -71,10 +71,12 @@ class Arena {
   };
 
   /// Stage 3: record the current used().
-  Marker mark() const noexcept { return Marker{0}; }
+  [[nodiscard]] Marker mark() const noexcept { return Marker{0}; }
 
   /// Stage 3: go back to `m`: what was allocated since mark() is handed out again, what was
-  /// allocated before stays. Stage 4: poison what is reclaimed.
+  /// allocated before stays. A marker beyond the current used() (taken before a reset(), or
+  /// before an earlier rewind() that went further back) is ignored: rewind never moves
+  /// used() forward. Stage 4: poison what is reclaimed, and nothing else.
   void rewind([[maybe_unused]] Marker m) noexcept {}
 };
 

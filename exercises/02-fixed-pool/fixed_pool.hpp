@@ -19,7 +19,8 @@ class FixedPool {
  public:
   /// Stage 1: throw std::invalid_argument when any argument is 0. Stage 2: compute the
   /// stride, the requested size raised to at least sizeof(void*) and rounded up to a
-  /// multiple of alignof(std::max_align_t).
+  /// multiple of alignof(std::max_align_t). A stride, or a chunk's size in bytes
+  /// (blocks_per_chunk strides), that does not fit in a std::size_t throws std::bad_alloc.
   /// Allocate the first chunk: afterwards chunk_count() == 1 and
   /// capacity() == free_blocks() == blocks_per_chunk.
   explicit FixedPool([[maybe_unused]] std::size_t block_size,
@@ -34,8 +35,9 @@ class FixedPool {
 
   /// Stage 1: pop the most recently freed block in O(1). Stage 2: when no block is free, add
   /// a chunk of blocks_per_chunk() blocks; when the pool already has max_chunks chunks,
-  /// throw std::bad_alloc and change nothing.
-  void* allocate() { return nullptr; }
+  /// throw std::bad_alloc and change nothing; so must a heap that refuses the new chunk,
+  /// or the memory your bookkeeping needs (make room for it before you take the chunk).
+  [[nodiscard]] void* allocate() { return nullptr; }
 
   /// Push p onto the free list, storing the link inside the block itself.
   /// deallocate(nullptr) does nothing.
@@ -43,16 +45,16 @@ class FixedPool {
 
   /// Stage 2: true exactly when p is the start of a block of one of this pool's chunks,
   /// whether the block is free or handed out.
-  bool owns([[maybe_unused]] const void* p) const noexcept { return false; }
+  [[nodiscard]] bool owns([[maybe_unused]] const void* p) const noexcept { return false; }
 
   /// The stride between blocks (see the constructor).
-  std::size_t block_size() const noexcept { return 0; }
-  std::size_t blocks_per_chunk() const noexcept { return 0; }
-  std::size_t chunk_count() const noexcept { return 0; }
+  [[nodiscard]] std::size_t block_size() const noexcept { return 0; }
+  [[nodiscard]] std::size_t blocks_per_chunk() const noexcept { return 0; }
+  [[nodiscard]] std::size_t chunk_count() const noexcept { return 0; }
   /// How many blocks allocate() can hand out before the pool must grow.
-  std::size_t free_blocks() const noexcept { return 0; }
+  [[nodiscard]] std::size_t free_blocks() const noexcept { return 0; }
   /// Blocks in all chunks, free or not.
-  std::size_t capacity() const noexcept { return 0; }
+  [[nodiscard]] std::size_t capacity() const noexcept { return 0; }
 };
 
 /// Stage 3: typed objects in pooled blocks.
@@ -65,7 +67,7 @@ class ObjectPool {
   /// Construct a T from args (forwarded exactly as given) in a block from the pool. If T's
   /// constructor throws, give the block back and let the exception propagate.
   template <class... Args>
-  T* create([[maybe_unused]] Args&&... args) {
+  [[nodiscard]] T* create([[maybe_unused]] Args&&... args) {
     return nullptr;
   }
 
@@ -73,7 +75,7 @@ class ObjectPool {
   void destroy([[maybe_unused]] T* p) noexcept {}
 
   /// Objects created and not yet destroyed.
-  std::size_t live() const noexcept { return 0; }
+  [[nodiscard]] std::size_t live() const noexcept { return 0; }
 };
 
 /// Stage 4: FixedPool's constructor and member functions, safe to call from many threads
@@ -81,6 +83,8 @@ class ObjectPool {
 /// hold under contention.
 class SharedFixedPool {
  public:
+  /// The same arguments, defaults (blocks_per_chunk = 1024, max_chunks = SIZE_MAX) and
+  /// exceptions as FixedPool's constructor.
   explicit SharedFixedPool([[maybe_unused]] std::size_t block_size,
                            [[maybe_unused]] std::size_t blocks_per_chunk = 1024,
                            [[maybe_unused]] std::size_t max_chunks = SIZE_MAX) {}
@@ -89,14 +93,14 @@ class SharedFixedPool {
   SharedFixedPool& operator=(const SharedFixedPool&) = delete;
   ~SharedFixedPool() {}
 
-  void* allocate() { return nullptr; }
+  [[nodiscard]] void* allocate() { return nullptr; }
   void deallocate([[maybe_unused]] void* p) noexcept {}
-  bool owns([[maybe_unused]] const void* p) const noexcept { return false; }
-  std::size_t block_size() const noexcept { return 0; }
-  std::size_t blocks_per_chunk() const noexcept { return 0; }
-  std::size_t chunk_count() const noexcept { return 0; }
-  std::size_t free_blocks() const noexcept { return 0; }
-  std::size_t capacity() const noexcept { return 0; }
+  [[nodiscard]] bool owns([[maybe_unused]] const void* p) const noexcept { return false; }
+  [[nodiscard]] std::size_t block_size() const noexcept { return 0; }
+  [[nodiscard]] std::size_t blocks_per_chunk() const noexcept { return 0; }
+  [[nodiscard]] std::size_t chunk_count() const noexcept { return 0; }
+  [[nodiscard]] std::size_t free_blocks() const noexcept { return 0; }
+  [[nodiscard]] std::size_t capacity() const noexcept { return 0; }
 };
 
 }  // namespace alloclab

@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("exercise")
     s.set_defaults(run=cmd_hint)
 
-    from . import bench, check, docs, doctor, quiz, watch
+    from . import bench, check, docs, doctor, mutate, quiz, watch
     quiz.add_parser(sub)
     watch.add_parser(sub)
     learner.add_parsers(sub)
@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_parser(sub)
     bench.add_parser(sub)
     docs.add_parser(sub)
+    mutate.add_parser(sub)
     return p
 
 

@@ -7,7 +7,10 @@ A mistake file `judge/mistakes/NN-S/<name>.diff` starts with two lines the judge
     Mistake: aligns the offset from the buffer's start instead of the address.
     Caught by: ArenaAlignment.AlignsTheAddressNotTheOffset
 
-then the output of `diff -u solutions/NN-S/<header> <wrong copy>`."""
+then the output of `diff -u solutions/NN-S/<header> <wrong copy>`. Every line the mistake adds
+ends with a `// MISTAKE` comment (`// MISTAKE: why it looks right`), and a line it only deletes
+is replaced by one: a hunk without such a line changes something besides the mistake, and the
+diff is refused."""
 from __future__ import annotations
 
 import re
@@ -18,6 +21,7 @@ from .catalog import ROOT, Exercise
 
 OUT = ROOT / "build" / "mistakes"
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_MARK_RE = re.compile(r"//\s*MISTAKE\b")
 
 
 class PatchError(Exception):
@@ -84,10 +88,32 @@ def apply(original: str, diff: str) -> str:
     return "".join(out)
 
 
+def unmarked_hunks(diff: str) -> list[int]:
+    """The reference's line numbers of the hunks that add no line marked `// MISTAKE`: each
+    changes something the mistake is not about (or hides which line is wrong)."""
+    unmarked = []
+    start, marked = None, False
+    for line in diff.splitlines() + ["@@ end"]:
+        if line.startswith("@@"):
+            if start is not None and not marked:
+                unmarked.append(start)
+            m = _HUNK_RE.match(line)
+            start, marked = (int(m.group(1)) if m else None), False
+        elif start is not None and line.startswith("+") and _MARK_RE.search(line):
+            marked = True
+    return unmarked
+
+
 def materialize(exercise: Exercise, mistake: Mistake) -> Path:
     """Writes the wrong implementation as a header under build/mistakes/ and returns its path.
-    Raises PatchError when the diff no longer applies to the reference."""
-    wrong = apply(exercise.solution_file.read_text(encoding="utf-8"), mistake.path.read_text(encoding="utf-8"))
+    Raises PatchError when the diff no longer applies to the reference, or has a hunk that
+    marks no line as the mistake."""
+    diff = mistake.path.read_text(encoding="utf-8")
+    unmarked = unmarked_hunks(diff)
+    if unmarked:
+        raise PatchError(f"the hunk at line {unmarked[0]} adds no line ending in a `// MISTAKE` comment, so it "
+                         "changes something besides the mistake (mark the wrong line, or drop the hunk)")
+    wrong = apply(exercise.solution_file.read_text(encoding="utf-8"), diff)
     target = OUT / exercise.name / f"{mistake.name}.hpp"
     target.parent.mkdir(parents=True, exist_ok=True)
     header = f"// Mistake: {mistake.description}\n// Caught by: {', '.join(mistake.caught_by)}\n"

@@ -58,7 +58,7 @@ class Arena {
   /// Returns `n` bytes whose address is a multiple of `align`, a power of two.
   /// Throws `std::invalid_argument` for any other `align`, and `std::bad_alloc` when the
   /// padding plus `n` do not fit in what is left; the arena is then unchanged.
-  void* allocate(std::size_t n, std::size_t align = alignof(std::max_align_t)) {
+  [[nodiscard]] void* allocate(std::size_t n, std::size_t align = alignof(std::max_align_t)) {
     if (align == 0 || (align & (align - 1)) != 0) invalid_alignment();
     // Align the address, not the offset: the buffer is page-aligned, but a caller may
     // ask for more than a page. `-address mod align` cannot overflow, unlike `address + align - 1`.
@@ -77,8 +77,8 @@ class Arena {
   /// Room for `count` objects of type `T`, aligned for `T`; no constructor runs.
   /// Throws `std::bad_array_new_length` when `count * sizeof(T)` overflows.
   template <class T>
-  T* alloc_array(std::size_t count) {
-    if (count > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+  [[nodiscard]] T* alloc_array(std::size_t count) {
+    if (count > SIZE_MAX / sizeof(T)) array_too_long();
     return static_cast<T*>(allocate(count * sizeof(T), alignof(T)));
   }
 
@@ -89,20 +89,22 @@ class Arena {
   }
 
   /// Bytes from the buffer's start to the end of the last allocation, padding included.
-  std::size_t used() const noexcept { return used_; }
+  [[nodiscard]] std::size_t used() const noexcept { return used_; }
   /// The largest `used()` ever seen; neither `reset()` nor `rewind()` lowers it.
-  std::size_t peak() const noexcept { return peak_; }
-  std::size_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] std::size_t peak() const noexcept { return peak_; }
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
   /// A position to come back to with `rewind()`.
   struct Marker {
     std::size_t offset;
   };
 
-  Marker mark() const noexcept { return Marker{used_}; }
+  [[nodiscard]] Marker mark() const noexcept { return Marker{used_}; }
 
-  /// Reclaims everything allocated since `m` was taken. A marker from beyond the
-  /// current position (taken before a `reset()` or an earlier `rewind()`) is ignored.
+  /// Reclaims everything allocated since `m` was taken. A marker from beyond the current
+  /// position (taken before a `reset()` or an earlier `rewind()` that went further back) is
+  /// ignored: `rewind` never moves `used()` forward, since the bytes up to such a marker are
+  /// no longer handed out. A marker at or below `used()` is honoured whenever it was taken.
   void rewind(Marker m) noexcept {
     if (m.offset > used_) return;
     poison(buffer_ + m.offset, used_ - m.offset);
@@ -120,6 +122,7 @@ class Arena {
     throw std::invalid_argument("Arena::allocate: align must be a power of two");
   }
   [[noreturn, gnu::noinline, gnu::cold]] static void out_of_memory() { throw std::bad_alloc(); }
+  [[noreturn, gnu::noinline, gnu::cold]] static void array_too_long() { throw std::bad_array_new_length(); }
 
   static void poison([[maybe_unused]] const void* p, [[maybe_unused]] std::size_t n) noexcept {
 #ifdef ALLOCLAB_ARENA_ASAN

@@ -54,7 +54,7 @@ class FixedPool {
   /// A block of `block_size()` bytes aligned to `alignof(std::max_align_t)`. Throws
   /// `std::bad_alloc`, and changes nothing, when the list is empty and the pool already has
   /// `max_chunks` chunks (or the heap refuses a new one).
-  void* allocate() {
+  [[nodiscard]] void* allocate() {
     if (head_ == nullptr) [[unlikely]] grow();  // leaves the pool unchanged when it throws
     Node* block = head_;
     head_ = block->next;
@@ -72,7 +72,7 @@ class FixedPool {
   }
 
   /// True exactly when `p` is the start of one of this pool's blocks, free or not.
-  bool owns(const void* p) const noexcept {
+  [[nodiscard]] bool owns(const void* p) const noexcept {
     // Compare addresses as integers: relational operators on pointers into different
     // objects are unspecified.
     const auto addr = reinterpret_cast<std::uintptr_t>(p);
@@ -86,11 +86,11 @@ class FixedPool {
 
   /// The stride between blocks: the requested size raised to at least a pointer and rounded
   /// up to a multiple of `alignof(std::max_align_t)`.
-  std::size_t block_size() const noexcept { return stride_; }
-  std::size_t blocks_per_chunk() const noexcept { return blocks_per_chunk_; }
-  std::size_t chunk_count() const noexcept { return chunks_.size(); }
-  std::size_t free_blocks() const noexcept { return free_; }
-  std::size_t capacity() const noexcept { return chunks_.size() * blocks_per_chunk_; }
+  [[nodiscard]] std::size_t block_size() const noexcept { return stride_; }
+  [[nodiscard]] std::size_t blocks_per_chunk() const noexcept { return blocks_per_chunk_; }
+  [[nodiscard]] std::size_t chunk_count() const noexcept { return chunks_.size(); }
+  [[nodiscard]] std::size_t free_blocks() const noexcept { return free_; }
+  [[nodiscard]] std::size_t capacity() const noexcept { return chunks_.size() * blocks_per_chunk_; }
 
  private:
   // A free block seen as a list node. Blocks are at least this big and this aligned.
@@ -119,13 +119,21 @@ class FixedPool {
 
   std::size_t chunk_bytes() const noexcept { return blocks_per_chunk_ * stride_; }
 
+  // Room for one more element, doubling the capacity when it is used up: `reserve(size() + 1)`
+  // would reallocate on every growth, which is quadratic in the number of chunks. Either
+  // reserve may throw; the pool is unchanged then, since no chunk has been taken yet.
+  template <class V>
+  static void reserve_one_more(V& v) {
+    if (v.size() == v.capacity()) v.reserve(v.empty() ? 4 : 2 * v.size());
+  }
+
   // Adds one chunk and threads all of its blocks onto the (empty) free list, lowest address
   // first. Strong guarantee: on any exception the pool is unchanged.
   [[gnu::noinline]] void grow() {
     if (chunks_.size() >= max_chunks_) throw std::bad_alloc();
     // Make room in the bookkeeping first, so that nothing can throw once the chunk exists.
-    chunks_.reserve(chunks_.size() + 1);
-    sorted_.reserve(sorted_.size() + 1);
+    reserve_one_more(chunks_);
+    reserve_one_more(sorted_);
     auto* chunk = static_cast<std::byte*>(::operator new(chunk_bytes()));
     chunks_.push_back(chunk);
     const auto addr = reinterpret_cast<std::uintptr_t>(chunk);
@@ -162,7 +170,7 @@ class ObjectPool {
   /// Constructs a `T` from `args`, forwarded as given. If the constructor throws, the block
   /// goes back to the pool and the exception propagates.
   template <class... Args>
-  T* create(Args&&... args) {
+  [[nodiscard]] T* create(Args&&... args) {
     void* block = pool_.allocate();
     try {
       T* object = ::new (block) T(std::forward<Args>(args)...);
@@ -183,7 +191,7 @@ class ObjectPool {
   }
 
   /// Objects created and not yet destroyed.
-  std::size_t live() const noexcept { return live_; }
+  [[nodiscard]] std::size_t live() const noexcept { return live_; }
 
  private:
   FixedPool pool_;
@@ -199,6 +207,7 @@ class ObjectPool {
 /// threads take turns; the chapter describes designs that avoid it.
 class SharedFixedPool {
  public:
+  /// The same arguments, defaults and exceptions as FixedPool's constructor.
   explicit SharedFixedPool(std::size_t block_size, std::size_t blocks_per_chunk = 1024,
                            std::size_t max_chunks = SIZE_MAX)
       : pool_(block_size, blocks_per_chunk, max_chunks) {}
@@ -207,7 +216,7 @@ class SharedFixedPool {
   SharedFixedPool& operator=(const SharedFixedPool&) = delete;
   ~SharedFixedPool() = default;
 
-  void* allocate() {
+  [[nodiscard]] void* allocate() {
     std::lock_guard lock(mutex_);
     return pool_.allocate();
   }
@@ -218,25 +227,25 @@ class SharedFixedPool {
     pool_.deallocate(p);
   }
 
-  bool owns(const void* p) const noexcept {
+  [[nodiscard]] bool owns(const void* p) const noexcept {
     std::lock_guard lock(mutex_);
     return pool_.owns(p);
   }
 
   // Fixed at construction: no lock needed.
-  std::size_t block_size() const noexcept { return pool_.block_size(); }
-  std::size_t blocks_per_chunk() const noexcept { return pool_.blocks_per_chunk(); }
+  [[nodiscard]] std::size_t block_size() const noexcept { return pool_.block_size(); }
+  [[nodiscard]] std::size_t blocks_per_chunk() const noexcept { return pool_.blocks_per_chunk(); }
 
   // A snapshot: other threads may change it as soon as the lock is released.
-  std::size_t chunk_count() const noexcept {
+  [[nodiscard]] std::size_t chunk_count() const noexcept {
     std::lock_guard lock(mutex_);
     return pool_.chunk_count();
   }
-  std::size_t free_blocks() const noexcept {
+  [[nodiscard]] std::size_t free_blocks() const noexcept {
     std::lock_guard lock(mutex_);
     return pool_.free_blocks();
   }
-  std::size_t capacity() const noexcept {
+  [[nodiscard]] std::size_t capacity() const noexcept {
     std::lock_guard lock(mutex_);
     return pool_.capacity();
   }

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -30,7 +31,10 @@ namespace alloclab {
 ///
 /// Every misuse (a free block, a number outside the pool) throws a `std::logic_error` and
 /// changes nothing: a refcount that went wrong silently hands one sequence's memory to
-/// another, which is far harder to find than an exception at the faulty call.
+/// another, which is far harder to find than an exception at the faulty call. Running out of
+/// blocks is no misuse but an everyday event of a busy server, so it is reported by the return
+/// value. Every member that throws, a `std::bad_alloc` from the heap included, changes nothing
+/// (the strong guarantee).
 class BlockPool {
  public:
   /// A pool of `num_blocks` free blocks; `num_blocks < 0` throws `std::invalid_argument`.
@@ -44,8 +48,8 @@ class BlockPool {
   /// `n` blocks, each with a reference count of 1, taken from the top of the free stack in
   /// order; or `std::nullopt`, and no change at all, when fewer than `n` blocks are free.
   /// `n == 0` gives an empty vector; `n < 0` throws `std::invalid_argument`.
-  std::optional<std::vector<int>> allocate(int n) {
-    if (n < 0) throw std::invalid_argument("BlockPool::allocate: n must not be negative");
+  [[nodiscard]] std::optional<std::vector<int>> allocate(int n) {
+    if (n < 0) negative("BlockPool::allocate: n");
     // Decide before touching anything: a request that cannot be met in full must not take
     // some blocks and then give up, or the blocks it took are lost.
     if (static_cast<std::size_t>(n) > free_.size()) return std::nullopt;
@@ -72,7 +76,7 @@ class BlockPool {
   /// returned as it is. A shared block is replaced: the caller gets a new block with a count
   /// of 1 and gives up its reference to `b`; copying the contents is the caller's job. With
   /// no free block, returns -1 and changes nothing. `b` must be in use.
-  int make_writable(int b) {
+  [[nodiscard]] int make_writable(int b) {
     check_in_use(b, "make_writable");
     if (refcount_[static_cast<std::size_t>(b)] == 1) return b;
     // Take the new block first, then drop the old reference: if nothing is free, the
@@ -83,18 +87,18 @@ class BlockPool {
     return fresh;
   }
 
-  int num_free() const noexcept { return static_cast<int>(free_.size()); }
-  int num_blocks() const noexcept { return static_cast<int>(refcount_.size()); }
+  [[nodiscard]] int num_free() const noexcept { return static_cast<int>(free_.size()); }
+  [[nodiscard]] int num_blocks() const noexcept { return static_cast<int>(refcount_.size()); }
 
   /// The number of references to block `b`: 0 when it is free.
-  int refcount(int b) const {
+  [[nodiscard]] int refcount(int b) const {
     check_range(b, "refcount");
     return refcount_[static_cast<std::size_t>(b)];
   }
 
  private:
   static std::size_t checked_count(int num_blocks) {
-    if (num_blocks < 0) throw std::invalid_argument("BlockPool: num_blocks must not be negative");
+    if (num_blocks < 0) negative("BlockPool: num_blocks");
     return static_cast<std::size_t>(num_blocks);
   }
 
@@ -123,6 +127,9 @@ class BlockPool {
   [[noreturn, gnu::noinline, gnu::cold]] static void not_in_use(int b, const char* what) {
     throw std::logic_error(std::string("BlockPool::") + what + ": block " + std::to_string(b) + " is free");
   }
+  [[noreturn, gnu::noinline, gnu::cold]] static void negative(const char* what) {
+    throw std::invalid_argument(std::string(what) + " must not be negative");
+  }
 
   std::vector<int> refcount_;  // indexed by block number; 0 means free
   std::vector<int> free_;      // the free stack; its top is the back
@@ -137,12 +144,17 @@ class BlockPool {
 /// reference; the two sequences part ways only when one of them writes into a shared, partly
 /// filled last block, and then only that block is copied (copy-on-write). Full blocks are
 /// never written again, so they stay shared for as long as both sequences live.
+///
+/// Every member that throws changes nothing, even when the heap refuses an allocation in the
+/// middle of it: each one makes room in its bookkeeping before it takes a block or a
+/// reference, so the step that cannot be undone comes last.
 class PagedKVCache {
  public:
   using SeqId = int;
 
   /// Room for `num_blocks` blocks of `block_tokens` tokens of `token_bytes` bytes each, in
-  /// one buffer. Any size `<= 0` throws `std::invalid_argument`.
+  /// one buffer. Any size `<= 0` throws `std::invalid_argument`; a buffer the heap cannot
+  /// provide throws `std::bad_alloc`, and so does one whose size in bytes overflows.
   PagedKVCache(int num_blocks, int block_tokens, std::size_t token_bytes)
       : pool_(checked_positive(num_blocks, "num_blocks")),
         block_tokens_(checked_positive(block_tokens, "block_tokens")),
@@ -151,20 +163,22 @@ class PagedKVCache {
         buffer_(checked_product(static_cast<std::size_t>(num_blocks), block_bytes_)) {}
 
   /// A new, empty sequence. Ids are never reused, so a stale id is always refused.
-  SeqId create() {
-    const SeqId s = next_id_++;
-    seqs_.emplace(s, Sequence{});
-    return s;
+  [[nodiscard]] SeqId create() {
+    seqs_.emplace(next_id_, Sequence{});  // may throw: the id is spent only once it is used
+    return next_id_++;
   }
 
   /// Copies `token_bytes` bytes from `token_kv` as the next token of `s`. Returns false, and
-  /// changes nothing, when a block is needed and none is free.
-  bool append(SeqId s, const void* token_kv) {
+  /// changes nothing, when a block is needed and none is free. A shared last block is copied
+  /// first when it is partly filled; a full one is left shared, since it is never written again.
+  [[nodiscard]] bool append(SeqId s, const void* token_kv) {
     Sequence& seq = lookup(s, "append");
     const int slot = seq.length % block_tokens_;
     if (slot == 0) {
       // The last block is full, or there is none: the token starts a new block. A full
       // block, shared or not, is never written again, so it needs no copy.
+      // Room in the table first: once the block is taken, nothing may throw, or it is lost.
+      reserve_one_more(seq.table);
       auto fresh = pool_.allocate(1);
       if (!fresh) return false;
       seq.table.push_back(fresh->front());
@@ -185,14 +199,12 @@ class PagedKVCache {
   }
 
   /// A new sequence that shares every block of `s`, for parallel sampling and beam search.
-  SeqId fork(SeqId s) {
-    // The child starts as a copy of the parent's table and length; every block in it gains
-    // an owner.
-    Sequence child = lookup(s, "fork");
-    for (int b : child.table) pool_.retain(b);
-    const SeqId id = next_id_++;
-    seqs_.emplace(id, std::move(child));
-    return id;
+  [[nodiscard]] SeqId fork(SeqId s) {
+    // The child starts as a copy of the parent's table and length. It is inserted before its
+    // blocks gain an owner: an insertion that throws must not leave references nobody holds.
+    const auto child = seqs_.emplace(next_id_, lookup(s, "fork")).first;
+    for (int b : child->second.table) pool_.retain(b);  // blocks in a table are in use: no throw
+    return next_id_++;
   }
 
   /// Ends sequence `s`: drops its reference to each of its blocks.
@@ -202,22 +214,20 @@ class PagedKVCache {
     seqs_.erase(s);
   }
 
-  int length(SeqId s) const { return lookup(s, "length").length; }
+  [[nodiscard]] int length(SeqId s) const { return lookup(s, "length").length; }
 
   /// The stored bytes of token `pos` of `s`; `pos` outside `[0, length)` throws
   /// `std::out_of_range`.
-  const void* token(SeqId s, int pos) const {
+  [[nodiscard]] const void* token(SeqId s, int pos) const {
     const Sequence& seq = lookup(s, "token");
-    if (pos < 0 || pos >= seq.length)
-      throw std::out_of_range("PagedKVCache::token: position " + std::to_string(pos) + " is outside [0, " +
-                              std::to_string(seq.length) + ")");
+    if (pos < 0 || pos >= seq.length) position_outside(pos, seq.length);
     return slot_data(seq.table[static_cast<std::size_t>(pos / block_tokens_)], pos % block_tokens_);
   }
 
   /// The blocks of `s`, in token order.
-  std::vector<int> block_table(SeqId s) const { return lookup(s, "block_table").table; }
+  [[nodiscard]] std::vector<int> block_table(SeqId s) const { return lookup(s, "block_table").table; }
 
-  const BlockPool& pool() const noexcept { return pool_; }
+  [[nodiscard]] const BlockPool& pool() const noexcept { return pool_; }
 
  private:
   struct Sequence {
@@ -226,26 +236,47 @@ class PagedKVCache {
   };
 
   static int checked_positive(int value, const char* name) {
-    if (value <= 0) throw std::invalid_argument(std::string("PagedKVCache: ") + name + " must be positive");
+    if (value <= 0) not_positive(name);
     return value;
   }
   static std::size_t checked_token_bytes(std::size_t value) {
-    if (value == 0) throw std::invalid_argument("PagedKVCache: token_bytes must be positive");
+    if (value == 0) not_positive("token_bytes");
     return value;
   }
+  // The product, or std::bad_alloc when it would wrap or exceed the largest buffer a vector
+  // holds (which would throw std::length_error, against the kit's error policy). `b` is never
+  // 0: every size is checked positive before.
   static std::size_t checked_product(std::size_t a, std::size_t b) {
-    if (b != 0 && a > SIZE_MAX / b) throw std::length_error("PagedKVCache: the buffer size overflows");
+    constexpr std::size_t kLargest = PTRDIFF_MAX;
+    if (a > kLargest / b) throw std::bad_alloc();
     return a * b;
+  }
+
+  // Grows the capacity geometrically, so that a push_back after it cannot throw and a long
+  // sequence still reallocates its table only O(log n) times.
+  static void reserve_one_more(std::vector<int>& v) {
+    if (v.size() == v.capacity()) v.reserve(v.empty() ? 4 : 2 * v.size());
   }
 
   const Sequence& lookup(SeqId s, const char* what) const {
     auto it = seqs_.find(s);
-    if (it == seqs_.end())
-      throw std::invalid_argument(std::string("PagedKVCache::") + what + ": no sequence " + std::to_string(s));
+    if (it == seqs_.end()) no_sequence(s, what);
     return it->second;
   }
   Sequence& lookup(SeqId s, const char* what) {
     return const_cast<Sequence&>(static_cast<const PagedKVCache&>(*this).lookup(s, what));
+  }
+
+  // The slow paths stay out of line, so that the members inline to their fast paths.
+  [[noreturn, gnu::noinline, gnu::cold]] static void not_positive(const char* name) {
+    throw std::invalid_argument(std::string("PagedKVCache: ") + name + " must be positive");
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] static void no_sequence(SeqId s, const char* what) {
+    throw std::invalid_argument(std::string("PagedKVCache::") + what + ": no sequence " + std::to_string(s));
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] static void position_outside(int pos, int length) {
+    throw std::out_of_range("PagedKVCache::token: position " + std::to_string(pos) + " is outside [0, " +
+                            std::to_string(length) + ")");
   }
 
   std::byte* block_data(int b) { return buffer_.data() + static_cast<std::size_t>(b) * block_bytes_; }

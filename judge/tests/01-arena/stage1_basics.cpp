@@ -2,12 +2,15 @@
 #include "arena.hpp"
 
 #include <climits>
+#include <cstddef>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <type_traits>
 
 #include "alloclab_test.hpp"
 
-namespace {
+namespace stage1_basics {
 
 using alloclab::Arena;
 using alloclab::test::address;
@@ -73,11 +76,11 @@ TEST(ArenaBasics, AllocationsAreConsecutiveAndDisjoint) {
 
 TEST(ArenaBasics, ExactFitSucceeds) {
   Arena arena(4096);
-  EXPECT_NO_THROW(arena.allocate(4096, 1))
+  EXPECT_NO_THROW((void)arena.allocate(4096, 1))
       << "A request of exactly capacity() bytes fits in a new arena; an off-by-one in the bounds "
          "check (>= instead of >) rejects it.";
   EXPECT_EQ(arena.used(), 4096u);
-  EXPECT_NO_THROW(arena.allocate(0, 1)) << "allocate(0, 1) needs no room, so it fits even in a full arena.";
+  EXPECT_NO_THROW((void)arena.allocate(0, 1)) << "allocate(0, 1) needs no room, so it fits even in a full arena.";
 }
 
 TEST(ArenaBasics, ZeroBytesGivesAValidPointer) {
@@ -90,20 +93,20 @@ TEST(ArenaBasics, ZeroBytesGivesAValidPointer) {
 
 TEST(ArenaBasics, TooLargeRequestThrowsBadAlloc) {
   Arena arena(4096);
-  EXPECT_THROW(arena.allocate(4097, 1), std::bad_alloc)
+  EXPECT_THROW((void)arena.allocate(4097, 1), std::bad_alloc)
       << "allocate(4097) on a 4096-byte arena must throw std::bad_alloc: the arena never grows.";
   ASSERT_NE(arena.allocate(4000, 1), nullptr);
-  EXPECT_THROW(arena.allocate(97, 1), std::bad_alloc)
+  EXPECT_THROW((void)arena.allocate(97, 1), std::bad_alloc)
       << "With 96 bytes left, allocate(97) must throw std::bad_alloc.";
 }
 
 TEST(ArenaBasics, HugeRequestDoesNotWrapAround) {
   Arena arena(4096);
   ASSERT_NE(arena.allocate(16, 1), nullptr);
-  EXPECT_THROW(arena.allocate(SIZE_MAX, 1), std::bad_alloc)
+  EXPECT_THROW((void)arena.allocate(SIZE_MAX, 1), std::bad_alloc)
       << "allocate(SIZE_MAX) must throw std::bad_alloc. A bounds check written as "
          "`used + n > capacity` wraps around to a small number and lets it through.";
-  EXPECT_THROW(arena.allocate(SIZE_MAX - 8, 1), std::bad_alloc)
+  EXPECT_THROW((void)arena.allocate(SIZE_MAX - 8, 1), std::bad_alloc)
       << "allocate(SIZE_MAX - 8) must throw std::bad_alloc: compare n with what is left, "
          "`capacity - used`, which cannot overflow.";
   EXPECT_EQ(arena.used(), 16u) << "A failed request must leave used() as it was.";
@@ -113,16 +116,16 @@ TEST(ArenaBasics, FailedRequestLeavesNoTrace) {
   Arena arena(4096);
   ASSERT_NE(arena.allocate(1000, 1), nullptr);
   const std::size_t before = arena.used();
-  EXPECT_THROW(arena.allocate(5000, 1), std::bad_alloc);
+  EXPECT_THROW((void)arena.allocate(5000, 1), std::bad_alloc);
   EXPECT_EQ(arena.used(), before) << "A request that throws must not move the cursor: used() changed "
                                      "from " << before << " to " << arena.used() << ".";
   EXPECT_EQ(arena.peak(), before) << "A request that throws must not raise peak() either.";
   auto* next = static_cast<unsigned char*>(arena.allocate(1, 1));
   EXPECT_EQ(arena.used(), before + 1) << "After a failed request, the next allocation must continue "
                                          "from where the last successful one ended.";
-  EXPECT_NO_THROW(arena.allocate(4096 - before - 1, 1))
+  EXPECT_NO_THROW((void)arena.allocate(4096 - before - 1, 1))
       << "After a failed request the whole rest of the buffer must still be available.";
   (void)next;
 }
 
-}  // namespace
+}  // namespace stage1_basics

@@ -2,12 +2,17 @@
 #include "arena.hpp"
 
 #include <climits>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <stdexcept>
+#include <vector>
 
 #include "alloclab_test.hpp"
 
-namespace {
+namespace stage2_alignment {
 
 using alloclab::Arena;
 using alloclab::test::address;
@@ -114,7 +119,7 @@ TEST(ArenaAlignment, UsedIncludesPadding) {
 TEST(ArenaAlignment, RejectsZeroAlignment) {
   Arena arena(4096);
   ASSERT_NE(arena.allocate(10, 1), nullptr);
-  EXPECT_THROW(arena.allocate(8, 0), std::invalid_argument)
+  EXPECT_THROW((void)arena.allocate(8, 0), std::invalid_argument)
       << "allocate(8, 0) must throw std::invalid_argument: 0 is not a power of two. The test "
          "`(align & (align - 1)) == 0` alone lets 0 through.";
   EXPECT_EQ(arena.used(), 10u) << "A refused alignment must leave used() as it was.";
@@ -125,7 +130,7 @@ TEST(ArenaAlignment, RejectsNonPowerOfTwoAlignment) {
   ASSERT_NE(arena.allocate(10, 1), nullptr);
   const std::size_t bad[] = {3, 5, 6, 12, 24, 48, 100, 4095, 4097, 3 << 12, SIZE_MAX, (SIZE_MAX >> 1) + 2};
   for (std::size_t align : bad) {
-    EXPECT_THROW(arena.allocate(8, align), std::invalid_argument)
+    EXPECT_THROW((void)arena.allocate(8, align), std::invalid_argument)
         << "allocate(8, " << align << ") must throw std::invalid_argument: alignments are powers "
            "of two. Rounding to a multiple of 48 yields addresses that are not even 32-aligned, "
            "and the caller asked for something no type can require.";
@@ -138,25 +143,25 @@ TEST(ArenaAlignment, PaddingThatDoesNotFitThrows) {
   // past the end of the buffer. The padding alone does not fit.
   Arena arena(4000);
   ASSERT_NE(arena.allocate(1, 1), nullptr);
-  EXPECT_THROW(arena.allocate(0, 4096), std::bad_alloc)
+  EXPECT_THROW((void)arena.allocate(0, 4096), std::bad_alloc)
       << "allocate(0, 4096) must throw std::bad_alloc when the padding up to the next 4096-aligned "
          "address (4095 bytes) is more than what is left (3999): a bounds check must count the "
          "padding, and `left - padding` must not be computed when padding > left (it wraps around).";
-  EXPECT_THROW(arena.allocate(1, 4096), std::bad_alloc)
+  EXPECT_THROW((void)arena.allocate(1, 4096), std::bad_alloc)
       << "allocate(1, 4096) must throw std::bad_alloc: its padding alone is larger than what is left.";
-  EXPECT_THROW(arena.allocate(SIZE_MAX, 4096), std::bad_alloc)
+  EXPECT_THROW((void)arena.allocate(SIZE_MAX, 4096), std::bad_alloc)
       << "allocate(SIZE_MAX, 4096) must throw std::bad_alloc.";
   EXPECT_EQ(arena.used(), 1u) << "A request refused because of its padding must not move the cursor: "
                                  "used() must still be 1, not include the padding.";
   EXPECT_EQ(arena.peak(), 1u) << "A request refused because of its padding must not raise peak().";
-  EXPECT_NO_THROW(arena.allocate(3999, 1)) << "After refused requests, the 3999 bytes left must still be available.";
+  EXPECT_NO_THROW((void)arena.allocate(3999, 1)) << "After refused requests, the 3999 bytes left must still be available.";
 }
 
 TEST(ArenaAlignment, PaddingPlusSizeMustFit) {
   Arena arena(4096);
   ASSERT_NE(arena.allocate(1, 1), nullptr);
   // Padding 63 fits, and so would 64 bytes on their own, but not both: 1 + 63 + 4033 > 4096.
-  EXPECT_THROW(arena.allocate(4033, 64), std::bad_alloc)
+  EXPECT_THROW((void)arena.allocate(4033, 64), std::bad_alloc)
       << "allocate(4033, 64) after 1 byte needs 63 bytes of padding plus 4033, 4097 in all, in a "
          "4096-byte arena: it must throw std::bad_alloc.";
   EXPECT_EQ(arena.used(), 1u) << "A failed request must leave used() as it was.";
@@ -205,17 +210,17 @@ TEST(ArenaAlignment, AllocArrayRejectsOverflowingCount) {
   ASSERT_NE(arena.allocate(16, 1), nullptr);
   // SIZE_MAX / 24 + 1 Triples are 2^64 + 8 bytes: the product wraps around to 8.
   const std::size_t wraps_to_8 = SIZE_MAX / sizeof(Triple) + 1;
-  EXPECT_THROW(arena.alloc_array<Triple>(wraps_to_8), std::bad_alloc)
+  EXPECT_THROW((void)arena.alloc_array<Triple>(wraps_to_8), std::bad_alloc)
       << "alloc_array<T>(count) must throw std::bad_alloc when count * sizeof(T) overflows: here it "
          "wraps around to 8 bytes, so an unchecked multiplication hands out 8 bytes for an array "
          "of " << wraps_to_8 << " elements, and the first write past them corrupts memory.";
   const std::size_t wraps_to_0 = SIZE_MAX / 8 + 1;
-  EXPECT_THROW(arena.alloc_array<std::uint64_t>(wraps_to_0), std::bad_alloc)
+  EXPECT_THROW((void)arena.alloc_array<std::uint64_t>(wraps_to_0), std::bad_alloc)
       << "alloc_array<std::uint64_t>(2^61) is 2^64 bytes, which wraps around to 0: it must throw "
          "std::bad_alloc.";
-  EXPECT_THROW(arena.alloc_array<std::uint64_t>(SIZE_MAX), std::bad_alloc)
+  EXPECT_THROW((void)arena.alloc_array<std::uint64_t>(SIZE_MAX), std::bad_alloc)
       << "alloc_array<std::uint64_t>(SIZE_MAX) must throw std::bad_alloc.";
   EXPECT_EQ(arena.used(), 16u) << "A refused alloc_array must leave used() as it was.";
 }
 
-}  // namespace
+}  // namespace stage2_alignment

@@ -1,12 +1,13 @@
 // Stage 3 — reuse: reset, peak, mark and rewind.
 #include "arena.hpp"
 
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 #include "alloclab_test.hpp"
 
-namespace {
+namespace stage3_reuse {
 
 using alloclab::Arena;
 
@@ -151,4 +152,28 @@ TEST(ArenaReuse, RewindToStartIsAReset) {
   EXPECT_EQ(run_step(arena), first) << "After rewinding to the start, the same requests must get the same addresses.";
 }
 
-}  // namespace
+TEST(ArenaReuse, AMarkerBeyondUsedIsIgnored) {
+  Arena arena(4096);
+  ASSERT_NE(arena.allocate(1000, 1), nullptr);
+  const auto stale = arena.mark();  // offset 1000
+  arena.reset();
+  auto* p = static_cast<unsigned char*>(arena.allocate(100, 1));
+  ASSERT_NE(p, nullptr) << "allocate(100, 1) after reset() returned nullptr.";
+  arena.rewind(stale);
+  EXPECT_EQ(arena.used(), 100u)
+      << "rewind() to a marker taken before reset() (offset 1000), with used() at 100, must be ignored: rewind "
+         "never moves used() forward. Going forward would skip 900 bytes that nobody was handed, and under "
+         "AddressSanitizer poison a range of used() - offset bytes, a negative size that wraps around.";
+  EXPECT_EQ(arena.allocate(1, 1), p + 100)
+      << "After rewind() ignored a stale marker, the next allocation must follow the last one, at offset 100.";
+  EXPECT_EQ(arena.peak(), 1000u) << "Ignoring a stale marker must not change peak().";
+
+  arena.reset();
+  ASSERT_NE(arena.allocate(2000, 1), nullptr);
+  arena.rewind(stale);
+  EXPECT_EQ(arena.used(), 1000u)
+      << "A marker taken before reset() (offset 1000) that lies below used() (2000) is honoured like any other: "
+         "rewind() must go back to offset 1000.";
+}
+
+}  // namespace stage3_reuse

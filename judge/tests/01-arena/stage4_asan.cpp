@@ -7,7 +7,9 @@
 // 8-aligned address whenever a byte right before them is checked.
 #include "arena.hpp"
 
+#include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "alloclab_test.hpp"
 
@@ -19,12 +21,13 @@ extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #endif
 #endif
 
-namespace {
+namespace stage4_asan {
 
 using alloclab::Arena;
 using alloclab::test::address;
 using alloclab::test::first_poisoned;
 using alloclab::test::is_poisoned;
+using alloclab::test::shadow_bytes;
 
 // The offset, from `p`, of the first byte in [p, p + n) that ASan would NOT report, or n
 // when every byte is poisoned.
@@ -158,6 +161,29 @@ TEST(ArenaAsan, RewindPoisonsWhatItReclaims) {
          "everything it reclaims, from the marker's offset on, so a pointer into a rewound scope is reported.";
 }
 
+TEST(ArenaAsan, ReclaimingPoisonsNothingPastTheBuffer) {
+  ALLOCLAB_REQUIRE_ASAN();
+  constexpr std::size_t kCapacity = 1000;  // a multiple of 8: the buffer ends on a granule boundary
+  Arena arena(kCapacity);
+  auto* first = static_cast<unsigned char*>(arena.allocate(400, 8));
+  ASSERT_NE(first, nullptr) << "allocate(400, 8) returned nullptr.";
+  const unsigned char* end = first + kCapacity;
+  // What the heap itself says of the 256 bytes after the buffer: its redzone, or another block.
+  const std::string past_the_end = shadow_bytes(end, 256);
+  const auto middle = arena.mark();
+  ASSERT_NE(arena.allocate(kCapacity - 400, 8), nullptr) << "allocate() of exactly what is left returned nullptr.";
+  arena.rewind(middle);
+  EXPECT_EQ(shadow_bytes(end, 256), past_the_end)
+      << "rewind() to a marker at offset 400, after allocations that reach the end of a " << kCapacity
+      << "-byte buffer, changed AddressSanitizer's shadow of the bytes after the buffer. rewind() must poison "
+         "exactly [marker, used()): memory past the buffer belongs to the heap or to someone else.";
+  ASSERT_NE(arena.allocate(kCapacity - 400, 8), nullptr) << "allocate() of exactly what is left returned nullptr.";
+  arena.reset();
+  EXPECT_EQ(shadow_bytes(end, 256), past_the_end)
+      << "reset() after allocations that reach the end of the buffer changed AddressSanitizer's shadow of the "
+         "bytes after it. reset() must poison exactly [0, used()).";
+}
+
 TEST(ArenaAsan, RewindLeavesEarlierAllocationsLive) {
   ALLOCLAB_REQUIRE_ASAN();
   Arena arena(1 << 14);
@@ -193,7 +219,7 @@ TEST(ArenaAsan, DestructorReturnsTheBuffer) {
   const std::size_t before = heap_bytes_in_use();
   for (int i = 0; i < 4; ++i) {
     Arena arena(kCapacity);
-    arena.allocate(1000, 64);
+    (void)arena.allocate(1000, 64);
   }
   const std::size_t after = heap_bytes_in_use();
   EXPECT_LT(after, before + kCapacity)
@@ -226,4 +252,4 @@ TEST(ArenaAsan, ReadAfterResetIsReported) {
          "must poison what it reclaims.";
 }
 
-}  // namespace
+}  // namespace stage4_asan

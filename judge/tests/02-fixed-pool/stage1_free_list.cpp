@@ -1,15 +1,18 @@
 // Stage 1 — the free list: allocate, deallocate, last-in-first-out reuse, and the counts.
 #include "fixed_pool.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <set>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
 #include "alloclab_test.hpp"
 #include "pool_test_support.hpp"
 
-namespace pool_stage1 {
+namespace stage1_free_list {
 
 using alloclab::FixedPool;
 using alloclab::test::address;
@@ -170,4 +173,4 @@ TEST(PoolFreeList, FreedBlocksAreAllReusedBeforeGrowing) {
   for (void* p : second) pool.deallocate(p);
 }
 
-}  // namespace pool_stage1
+}  // namespace stage1_free_list

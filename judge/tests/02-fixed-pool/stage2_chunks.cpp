@@ -1,9 +1,14 @@
 // Stage 2 — chunks and limits: growth, max_chunks, the stride's rounding and alignment, owns().
 #include "fixed_pool.hpp"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -14,7 +19,7 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-namespace pool_stage2 {
+namespace stage2_chunks {
 
 using alloclab::FixedPool;
 using alloclab::test::address;
@@ -134,7 +139,7 @@ TEST(PoolChunks, MaxChunksIsAHardLimit) {
     ASSERT_NE(p, nullptr) << "allocate() returned nullptr for block " << i << " of the 8 that two chunks hold.";
     blocks.push_back(p);
   }
-  EXPECT_THROW(pool.allocate(), std::bad_alloc)
+  EXPECT_THROW((void)pool.allocate(), std::bad_alloc)
       << "With max_chunks = 2 and both chunks handed out, allocate() must throw std::bad_alloc: the limit is "
          "how an engine caps the memory one kind of object may take.";
   EXPECT_EQ(pool.chunk_count(), 2u) << "The pool must never hold more than max_chunks chunks.";
@@ -151,7 +156,7 @@ TEST(PoolChunks, FailedAllocateChangesNothing) {
   for (int i = 0; i < 8; ++i) blocks.push_back(pool.allocate());
   ASSERT_EQ(std::count(blocks.begin(), blocks.end(), nullptr), 0) << "allocate() returned nullptr.";
   for (int attempt = 0; attempt < 3; ++attempt) {
-    EXPECT_THROW(pool.allocate(), std::bad_alloc) << "allocate() at the limit must throw every time.";
+    EXPECT_THROW((void)pool.allocate(), std::bad_alloc) << "allocate() at the limit must throw every time.";
     EXPECT_EQ(pool.chunk_count(), 2u) << "A failed allocate() must not change chunk_count().";
     EXPECT_EQ(pool.capacity(), 8u) << "A failed allocate() must not change capacity().";
     EXPECT_EQ(pool.free_blocks(), 0u) << "A failed allocate() must not change free_blocks(): no block was taken.";
@@ -165,7 +170,7 @@ TEST(PoolChunks, MaxChunksOfOneNeverGrows) {
   std::vector<void*> blocks;
   for (int i = 0; i < 4; ++i) blocks.push_back(pool.allocate());
   ASSERT_EQ(std::count(blocks.begin(), blocks.end(), nullptr), 0) << "allocate() returned nullptr.";
-  EXPECT_THROW(pool.allocate(), std::bad_alloc)
+  EXPECT_THROW((void)pool.allocate(), std::bad_alloc)
       << "max_chunks = 1 means the first chunk is all there is: the fifth allocate() must throw std::bad_alloc.";
   EXPECT_EQ(pool.chunk_count(), 1u) << "With max_chunks = 1, chunk_count() must stay 1.";
   for (void* p : blocks) pool.deallocate(p);
@@ -232,12 +237,18 @@ TEST(PoolChunks, OwnsRejectsMemoryItNeverHandedOut) {
 }
 
 TEST(PoolChunks, RefusesAChunkSizeThatOverflows) {
-  EXPECT_ANY_THROW(FixedPool(SIZE_MAX))
-      << "FixedPool(SIZE_MAX) must throw (std::bad_alloc is the natural choice): rounding SIZE_MAX up to the "
-         "alignment wraps around to a tiny stride, and a pool built on it hands out overlapping blocks.";
-  EXPECT_ANY_THROW(FixedPool(SIZE_MAX / 2, 4))
-      << "FixedPool(SIZE_MAX / 2, 4) must throw (std::bad_alloc is the natural choice): the chunk's size, "
-         "4 x the stride, wraps around to a tiny number. Check before you multiply.";
+  // Every size within one alignment of SIZE_MAX: rounding any of them up wraps around, and a
+  // guard that is off by one lets exactly one of them through.
+  for (std::size_t below = 0; below < kAlign; ++below) {
+    EXPECT_THROW(FixedPool(SIZE_MAX - below, 2), std::bad_alloc)
+        << "FixedPool(SIZE_MAX - " << below << ", 2) must throw std::bad_alloc: rounding the block size up to a "
+        << "multiple of " << kAlign << " wraps around to a tiny stride (or two strides do not fit in a "
+        << "std::size_t), and a pool built on it hands out overlapping blocks. Compare with SIZE_MAX - " << kAlign - 1
+        << " before you add.";
+  }
+  EXPECT_THROW(FixedPool(SIZE_MAX / 2, 4), std::bad_alloc)
+      << "FixedPool(SIZE_MAX / 2, 4) must throw std::bad_alloc: the chunk's size, 4 x the stride, wraps around to "
+         "a tiny number. Check before you multiply.";
 }
 
 #ifdef ALLOCLAB_TEST_ASAN
@@ -262,4 +273,4 @@ TEST(PoolChunks, DestructorReturnsEveryChunk) {
 #endif
 }
 
-}  // namespace pool_stage2
+}  // namespace stage2_chunks

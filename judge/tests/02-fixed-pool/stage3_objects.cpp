@@ -1,6 +1,8 @@
 // Stage 3 — ObjectPool: construction in a pooled block, destruction, and a constructor that throws.
 #include "fixed_pool.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <set>
 #include <string>
 #include <utility>
@@ -9,7 +11,7 @@
 #include "alloclab_test.hpp"
 #include "pool_test_support.hpp"
 
-namespace pool_stage3 {
+namespace stage3_objects {
 
 using alloclab::ObjectPool;
 using alloclab::test::address;
@@ -132,7 +134,7 @@ TEST(PoolObjects, LiveCountsObjectsNotYetDestroyed) {
 
 TEST(PoolObjects, ThrowingConstructorPropagates) {
   ObjectPool<Fragile> pool(4);
-  EXPECT_THROW(pool.create(true), Refused)
+  EXPECT_THROW((void)pool.create(true), Refused)
       << "When T's constructor throws, create() must let that very exception reach the caller.";
 }
 
@@ -142,7 +144,7 @@ TEST(PoolObjects, ThrowingConstructorGivesTheBlockBack) {
   ASSERT_NE(a, nullptr) << "create(false) returned nullptr.";
   pool.destroy(a);  // a's block is now on top of the free list
   try {
-    pool.create(true);
+    (void)pool.create(true);
   } catch (const Refused&) {
   }
   Fragile* b = pool.create(false);
@@ -160,7 +162,7 @@ TEST(PoolObjects, ThrowingConstructorLeavesNoObject) {
   ASSERT_NE(keep, nullptr) << "create(false) returned nullptr.";
   for (int i = 0; i < 3; ++i) {
     try {
-      pool.create(true);
+      (void)pool.create(true);
     } catch (const Refused&) {
     }
   }
@@ -215,4 +217,4 @@ TEST(PoolObjects, ManyObjectsAcrossChunks) {
   EXPECT_EQ(pool.live(), 0u) << "Every object was destroyed: live() must be 0.";
 }
 
-}  // namespace pool_stage3
+}  // namespace stage3_objects

@@ -7,17 +7,22 @@
 
 #include <atomic>
 #include <barrier>
+#include <cstddef>
+#include <cstdint>
 #include <latch>
+#include <new>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "alloclab_test.hpp"
 #include "pool_test_support.hpp"
 
-namespace pool_stage4 {
+namespace stage4_shared {
 
 using alloclab::SharedFixedPool;
 using alloclab::test::address;
@@ -46,6 +51,10 @@ TEST(PoolShared, KeepsTheSingleThreadedContract) {
   EXPECT_THROW(SharedFixedPool(64, 0), std::invalid_argument) << "SharedFixedPool(64, 0) must throw std::invalid_argument.";
   EXPECT_THROW(SharedFixedPool(64, 4, 0), std::invalid_argument) << "SharedFixedPool(64, 4, 0) must throw std::invalid_argument.";
 
+  SharedFixedPool defaults(24);
+  EXPECT_EQ(defaults.blocks_per_chunk(), 1024u) << "SharedFixedPool's blocks_per_chunk defaults to 1024, as FixedPool's does.";
+  EXPECT_EQ(defaults.capacity(), 1024u) << "A default SharedFixedPool starts with one chunk of 1024 blocks.";
+
   SharedFixedPool pool(24, 4, 2);
   EXPECT_EQ(pool.block_size(), expected_stride(24)) << "SharedFixedPool rounds the block size as FixedPool does.";
   EXPECT_EQ(pool.blocks_per_chunk(), 4u) << "blocks_per_chunk() must return the constructor's second argument.";
@@ -65,7 +74,7 @@ TEST(PoolShared, KeepsTheSingleThreadedContract) {
   std::vector<void*> blocks{a, b};
   for (int i = 0; i < 6; ++i) blocks.push_back(pool.allocate());
   EXPECT_EQ(pool.chunk_count(), 2u) << "Eight blocks in chunks of four: two chunks.";
-  EXPECT_THROW(pool.allocate(), std::bad_alloc) << "At max_chunks with no free block, allocate() throws std::bad_alloc.";
+  EXPECT_THROW((void)pool.allocate(), std::bad_alloc) << "At max_chunks with no free block, allocate() throws std::bad_alloc.";
   EXPECT_EQ(pool.free_blocks(), 0u) << "A failed allocate() changes nothing.";
   for (void* p : blocks) pool.deallocate(p);
   EXPECT_EQ(pool.free_blocks(), 8u) << "All eight blocks were given back: free_blocks() must be 8.";
@@ -223,6 +232,8 @@ TEST(PoolShared, ThreadsGrowThePoolTogether) {
 TEST(PoolShared, QueriesAreSafeWhileOthersAllocate) {
   constexpr int kOps = 20000;
   SharedFixedPool pool(64, 8, 64);
+  void* const kept = pool.allocate();  // owns() of it is true throughout, of kept + 1 false
+  ASSERT_NE(kept, nullptr) << "allocate() on a new pool returned nullptr.";
   std::atomic<bool> done{false};
   std::atomic<int> broken{0};
   std::vector<std::thread> workers;
@@ -249,16 +260,19 @@ TEST(PoolShared, QueriesAreSafeWhileOthersAllocate) {
       const std::size_t capacity_now = pool.capacity();  // capacity only grows
       const std::size_t chunks_now = pool.chunk_count();
       if (free_now > capacity_now || chunks_now > 64 || chunks_now == 0) ++broken;
+      // owns() searches the chunk list that a growing pool changes.
+      if (!pool.owns(kept) || pool.owns(static_cast<char*>(kept) + 1)) ++broken;
       if (i >= 1'000'000) break;
     }
   });
   for (auto& w : workers) w.join();
   done = true;
   observer.join();
-  EXPECT_EQ(broken.load(), 0) << "While two threads allocated, another saw free_blocks() > capacity() or a chunk "
-                                 "count outside [1, max_chunks]: the queries must read the pool's state under the "
-                                 "same exclusion as the writers.";
+  EXPECT_EQ(broken.load(), 0) << "While two threads allocated, another saw free_blocks() > capacity(), a chunk "
+                                 "count outside [1, max_chunks], or owns() wrong about a block it held: the queries "
+                                 "must read the pool's state under the same exclusion as the writers.";
+  pool.deallocate(kept);
   EXPECT_EQ(pool.free_blocks(), pool.capacity()) << "Every block was given back.";
 }
 
-}  // namespace pool_stage4
+}  // namespace stage4_shared

@@ -2,17 +2,24 @@
 // and a request that cannot be met in full takes nothing.
 #include "block_pool.hpp"
 
-#include <algorithm>
+#include <cstddef>
+#include <new>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <vector>
 
 #include "alloclab_test.hpp"
 #include "block_pool_test_support.hpp"
+#include "failing_new.hpp"
 
-namespace {
+namespace stage1_free_stack {
 
 using alloclab::BlockPool;
+using alloclab::test::call_with_failing_new;
+using alloclab::test::describe;
+using alloclab::test::failing_new_works;
+using alloclab::test::for_each_failing_allocation;
 using alloclab::test::show;
 
 TEST(BlockPoolFreeStack, RejectsANegativeSize) {
@@ -97,12 +104,17 @@ TEST(BlockPoolFreeStack, FailedAllocateChangesNothing) {
 TEST(BlockPoolFreeStack, ReleaseFreesABlock) {
   BlockPool pool(4);
   const auto blocks = pool.allocate(2);
-  ASSERT_TRUE(blocks.has_value()) << "allocate(2) on a new pool of 4 blocks returned std::nullopt.";
-  pool.release(1);
-  EXPECT_EQ(pool.num_free(), 3)
-      << "release() of a block with one reference must free it: num_free() must go from 2 to 3.";
-  pool.release(0);
-  EXPECT_EQ(pool.num_free(), 4) << "After releasing both blocks, every block is free again.";
+  ASSERT_TRUE(blocks.has_value() && blocks->size() == 2)
+      << "allocate(2) on a new pool of 4 blocks must return 2 blocks, not " << show(blocks) << ".";
+  const int first = blocks->at(0), second = blocks->at(1);
+  pool.release(second);
+  EXPECT_EQ(pool.num_free(), 3) << "allocate(2) handed out " << show(blocks) << "; release(" << second
+                                << ") of a block with one reference must free it: num_free() must go from 2 "
+                                << "to 3, not to " << pool.num_free() << ".";
+  pool.release(first);
+  EXPECT_EQ(pool.num_free(), 4) << "allocate(2) handed out " << show(blocks) << "; after release(" << second
+                                << ") and release(" << first << "), every block is free again, so num_free() "
+                                << "must be 4, not " << pool.num_free() << ".";
 }
 
 TEST(BlockPoolFreeStack, MostRecentlyFreedComesOutFirst) {
@@ -138,6 +150,33 @@ TEST(BlockPoolFreeStack, ReleasedBlocksGoOnTopOfTheUntouchedOnes) {
       << "Block 0 was released on top of the never-used blocks 2..5, so allocate(3) must return {0, 2, 3}, "
          "not "
       << show(next) << ": the released block comes first, then the stack continues in ascending order.";
+}
+
+// allocate() needs memory of its own (the vector it returns, and whatever the free stack
+// needs). Each allocation it makes is refused once, in turn: when that throws std::bad_alloc,
+// every block must be where it was, or the blocks already popped are lost for good.
+TEST(BlockPoolFreeStack, AllocateChangesNothingWhenTheHeapFails) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  for_each_failing_allocation([](long n) {
+    BlockPool pool(8), twin(8);  // the twin sees the same calls, except the one that fails
+    for (BlockPool* p : {&pool, &twin}) {
+      (void)p->allocate(3);
+      p->release(1);
+    }
+    std::optional<std::vector<int>> got;
+    const auto outcome = call_with_failing_new(n, [&] { got = pool.allocate(4); });
+    if (outcome.fired && outcome.threw) {
+      EXPECT_EQ(describe(pool), describe(twin))
+          << "allocate(4) threw std::bad_alloc when heap allocation " << n << " inside it failed; a call that "
+          << "throws must change nothing. Reserve the memory you need before you pop a block.";
+      EXPECT_EQ(show(pool.allocate(pool.num_free())), show(twin.allocate(twin.num_free())))
+          << "After allocate(4) threw std::bad_alloc at heap allocation " << n << ", the free stack must be in "
+          << "its old order.";
+    } else if (!outcome.fired) {
+      EXPECT_EQ(show(got), "{1, 3, 4, 5}") << "allocate(4) with blocks 1 (released last), 3, 4, 5, ... on the free stack.";
+    }
+    return outcome.fired;
+  });
 }
 
 // Replays a long random mix of allocate and release against a model (a plain stack) and
@@ -180,4 +219,4 @@ TEST(BlockPoolFreeStack, MatchesAStackOverAThousandOperations) {
   }
 }
 
-}  // namespace
+}  // namespace stage1_free_stack

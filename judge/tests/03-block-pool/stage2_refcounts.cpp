@@ -3,17 +3,26 @@
 #include "block_pool.hpp"
 
 #include <climits>
+#include <cstddef>
+#include <new>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "alloclab_test.hpp"
 #include "block_pool_test_support.hpp"
+#include "failing_new.hpp"
 
-namespace {
+namespace stage2_refcounts {
 
 using alloclab::BlockPool;
+using alloclab::test::call_with_failing_new;
+using alloclab::test::describe;
+using alloclab::test::failing_new_works;
+using alloclab::test::for_each_failing_allocation;
 using alloclab::test::show;
+using alloclab::test::takes_the_first_blocks;
 
 TEST(BlockPoolRefcounts, AllocatedBlocksHaveOneReference) {
   BlockPool pool(4);
@@ -30,7 +39,7 @@ TEST(BlockPoolRefcounts, AllocatedBlocksHaveOneReference) {
 
 TEST(BlockPoolRefcounts, RetainAddsAReference) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(1).has_value()) << "allocate(1) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 1));
   pool.retain(0);
   EXPECT_EQ(pool.refcount(0), 2) << "After one retain(), block 0 has two owners: refcount(0) must be 2.";
   pool.retain(0);
@@ -40,7 +49,7 @@ TEST(BlockPoolRefcounts, RetainAddsAReference) {
 
 TEST(BlockPoolRefcounts, SharedBlockStaysInUseUntilTheLastRelease) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(1).has_value()) << "allocate(1) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 1));
   pool.retain(0);
   pool.retain(0);
   pool.release(0);
@@ -64,7 +73,7 @@ TEST(BlockPoolRefcounts, SharedBlockStaysInUseUntilTheLastRelease) {
 
 TEST(BlockPoolRefcounts, ReleasingAFreeBlockThrows) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(2).has_value()) << "allocate(2) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 2));
   pool.release(0);
   EXPECT_THROW(pool.release(0), std::logic_error)
       << "release(0) on a block already freed (a double free) must throw a std::logic_error: it means two "
@@ -94,7 +103,7 @@ TEST(BlockPoolRefcounts, RetainingAFreeBlockThrows) {
 
 TEST(BlockPoolRefcounts, NumbersOutsideThePoolThrow) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(4).has_value()) << "allocate(4) on a new pool of 4 blocks returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 4));
   for (int b : {-1, 4, 5, INT_MIN, INT_MAX}) {
     EXPECT_THROW(pool.retain(b), std::logic_error)
         << "retain(" << b << ") must throw a std::logic_error (std::out_of_range is one): block numbers run "
@@ -105,6 +114,40 @@ TEST(BlockPoolRefcounts, NumbersOutsideThePoolThrow) {
   for (int b = 0; b < 4; ++b)
     EXPECT_EQ(pool.refcount(b), 1) << "Refused calls must leave every count as it was.";
   EXPECT_EQ(pool.num_free(), 0) << "Refused calls must not free anything.";
+}
+
+// retain() and release() need no memory in the reference, but a free stack that grows as
+// blocks come back does: whatever they allocate, a refused allocation must leave every count
+// and the free stack as they were.
+TEST(BlockPoolRefcounts, RetainAndReleaseChangeNothingWhenTheHeapFails) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  struct Call {
+    const char* what;
+    void (*member)(BlockPool&);
+  };
+  const Call calls[] = {{"retain(0)", [](BlockPool& p) { p.retain(0); }},
+                        {"release(0)", [](BlockPool& p) { p.release(0); }},
+                        {"release(2)", [](BlockPool& p) { p.release(2); }}};
+  for (const Call& call : calls) {
+    for_each_failing_allocation([&](long n) {
+      BlockPool pool(6), twin(6);  // block 0 has one reference, block 2 two
+      for (BlockPool* p : {&pool, &twin}) {
+        (void)p->allocate(4);
+        p->retain(2);
+        p->release(1);
+      }
+      const std::string before = describe(pool);
+      const auto outcome = call_with_failing_new(n, [&] { call.member(pool); });
+      if (outcome.fired && outcome.threw) {
+        EXPECT_EQ(describe(pool), before)
+            << call.what << " threw std::bad_alloc when heap allocation " << n << " inside it failed; a call "
+            << "that throws must change nothing. Make room on the free stack before you change a count.";
+        EXPECT_EQ(show(pool.allocate(pool.num_free())), show(twin.allocate(twin.num_free())))
+            << "After " << call.what << " threw std::bad_alloc, the free stack must be in its old order.";
+      }
+      return outcome.fired;
+    });
+  }
 }
 
 // A random mix of allocate, retain and release against a model of counts and a stack.
@@ -155,4 +198,4 @@ TEST(BlockPoolRefcounts, MatchesAModelOverAThousandOperations) {
   }
 }
 
-}  // namespace
+}  // namespace stage2_refcounts

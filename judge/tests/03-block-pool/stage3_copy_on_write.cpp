@@ -3,20 +3,28 @@
 #include "block_pool.hpp"
 
 #include <climits>
+#include <new>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "alloclab_test.hpp"
 #include "block_pool_test_support.hpp"
+#include "failing_new.hpp"
 
-namespace {
+namespace stage3_copy_on_write {
 
 using alloclab::BlockPool;
+using alloclab::test::call_with_failing_new;
+using alloclab::test::describe;
+using alloclab::test::failing_new_works;
+using alloclab::test::for_each_failing_allocation;
 using alloclab::test::show;
+using alloclab::test::takes_the_first_blocks;
 
 TEST(BlockPoolCopyOnWrite, ExclusiveBlockIsReturnedAsIs) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(2).has_value()) << "allocate(2) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 2));
   EXPECT_EQ(pool.make_writable(1), 1)
       << "make_writable(1) on a block with one reference must return 1 itself: its only owner may write "
          "in place, and a copy would waste a block and a memcpy.";
@@ -26,7 +34,7 @@ TEST(BlockPoolCopyOnWrite, ExclusiveBlockIsReturnedAsIs) {
 
 TEST(BlockPoolCopyOnWrite, SharedBlockIsSwappedForANewOne) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(2).has_value()) << "allocate(2) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 2));
   pool.retain(0);
   const int fresh = pool.make_writable(0);
   EXPECT_EQ(fresh, 2) << "make_writable(0) on a shared block must return a new block, taken from the top of "
@@ -43,7 +51,7 @@ TEST(BlockPoolCopyOnWrite, SharedBlockIsSwappedForANewOne) {
 
 TEST(BlockPoolCopyOnWrite, TheNewBlockIsTheMostRecentlyFreed) {
   BlockPool pool(8);
-  ASSERT_TRUE(pool.allocate(4).has_value()) << "allocate(4) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 4));
   pool.release(2);
   pool.retain(1);
   EXPECT_EQ(pool.make_writable(1), 2)
@@ -53,7 +61,7 @@ TEST(BlockPoolCopyOnWrite, TheNewBlockIsTheMostRecentlyFreed) {
 
 TEST(BlockPoolCopyOnWrite, TheLastOwnerKeepsTheOriginal) {
   BlockPool pool(8);
-  ASSERT_TRUE(pool.allocate(1).has_value()) << "allocate(1) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 1));
   pool.retain(0);
   pool.retain(0);  // three owners
   const int a = pool.make_writable(0);
@@ -69,7 +77,7 @@ TEST(BlockPoolCopyOnWrite, TheLastOwnerKeepsTheOriginal) {
 
 TEST(BlockPoolCopyOnWrite, NoFreeBlockChangesNothing) {
   BlockPool pool(2);
-  ASSERT_TRUE(pool.allocate(2).has_value()) << "allocate(2) on a new pool of 2 returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 2));
   pool.retain(0);
   EXPECT_EQ(pool.make_writable(0), -1)
       << "make_writable() of a shared block with no block free must return -1.";
@@ -86,14 +94,14 @@ TEST(BlockPoolCopyOnWrite, NoFreeBlockChangesNothing) {
 
 TEST(BlockPoolCopyOnWrite, ExclusiveBlockNeedsNoFreeBlock) {
   BlockPool pool(1);
-  ASSERT_TRUE(pool.allocate(1).has_value()) << "allocate(1) on a new pool of 1 returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 1));
   EXPECT_EQ(pool.make_writable(0), 0)
       << "make_writable(0) on an exclusive block must return 0 even when no block is free: it needs none.";
 }
 
 TEST(BlockPoolCopyOnWrite, FreeOrOutOfRangeBlockThrows) {
   BlockPool pool(4);
-  ASSERT_TRUE(pool.allocate(2).has_value()) << "allocate(2) on a new pool returned std::nullopt.";
+  ASSERT_TRUE(takes_the_first_blocks(pool, 2));
   EXPECT_THROW((void)pool.make_writable(3), std::logic_error)
       << "make_writable(3) on a free block must throw a std::logic_error: nobody owns it, so nobody may write it.";
   EXPECT_EQ(pool.num_free(), 2) << "A refused make_writable() must take no block.";
@@ -107,4 +115,25 @@ TEST(BlockPoolCopyOnWrite, FreeOrOutOfRangeBlockThrows) {
   EXPECT_EQ(*next, (std::vector<int>{2, 3})) << "Refused calls must leave the free stack as it was; got " << show(next);
 }
 
-}  // namespace
+// Whatever make_writable() allocates, a refused allocation must leave the shared block
+// with all its owners and the free stack as it was: the caller still holds its reference.
+TEST(BlockPoolCopyOnWrite, MakeWritableChangesNothingWhenTheHeapFails) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  for_each_failing_allocation([](long n) {
+    BlockPool pool(4);
+    (void)pool.allocate(2);
+    pool.retain(0);
+    const std::string before = describe(pool);
+    int fresh = -2;
+    const auto outcome = call_with_failing_new(n, [&] { fresh = pool.make_writable(0); });
+    if (outcome.fired && outcome.threw) {
+      EXPECT_EQ(describe(pool), before) << "make_writable(0) threw std::bad_alloc when heap allocation " << n
+                                        << " inside it failed; a call that throws must change nothing.";
+    } else if (!outcome.fired) {
+      EXPECT_EQ(fresh, 2) << "make_writable(0) of a shared block with blocks 2 and 3 free must return 2.";
+    }
+    return outcome.fired;
+  });
+}
+
+}  // namespace stage3_copy_on_write

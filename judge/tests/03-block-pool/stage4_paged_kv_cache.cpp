@@ -3,19 +3,28 @@
 #include "block_pool.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
 #include <map>
+#include <new>
 #include <random>
-#include <set>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "alloclab_test.hpp"
 #include "block_pool_test_support.hpp"
+#include "failing_new.hpp"
 
-namespace {
+namespace stage4_paged_kv_cache {
 
 using alloclab::PagedKVCache;
 using alloclab::test::address;
+using alloclab::test::call_with_failing_new;
+using alloclab::test::describe;
+using alloclab::test::failing_new_works;
+using alloclab::test::for_each_failing_allocation;
 using alloclab::test::make_token;
 using alloclab::test::same_bytes;
 using alloclab::test::show;
@@ -265,8 +274,12 @@ TEST(PagedKVCache, AppendNeverWritesIntoASharedBlock) {
       << "After both wrote into it, the last block can no longer be shared.";
   EXPECT_EQ(cache.pool().num_free(), 5)
       << "Only the first writer copies; the second is then alone in the old block: 2 + 1 blocks in use.";
-  EXPECT_EQ(first_wrong_token(cache, parent, 1, 0, 6), -1) << "The parent's first 6 tokens must be untouched.";
-  EXPECT_EQ(first_wrong_token(cache, child, 1, 0, 6), -1) << "The child's first 6 tokens must be the parent's.";
+  EXPECT_EQ(first_wrong_token(cache, parent, 1, 0, 6), -1)
+      << "The parent's token " << first_wrong_token(cache, parent, 1, 0, 6) << " is wrong after its append() "
+      << "copied the shared block that held its tokens 4 and 5: the copy must start with those tokens.";
+  EXPECT_EQ(first_wrong_token(cache, child, 1, 0, 6), -1)
+      << "The child's token " << first_wrong_token(cache, child, 1, 0, 6) << " is wrong: the first 6 tokens of "
+      << "a fork are its parent's, and nothing may overwrite them.";
 }
 
 TEST(PagedKVCache, FullSharedBlocksStayShared) {
@@ -406,4 +419,140 @@ TEST(PagedKVCache, AgreesWithPlainCopiesOverARandomBeamSearch) {
   }
 }
 
-}  // namespace
+TEST(PagedKVCache, ABufferSizeThatOverflowsThrowsBadAlloc) {
+  const std::size_t quarter = SIZE_MAX / 4 + 1;  // 2^62 on a 64-bit machine
+  EXPECT_THROW(PagedKVCache(4, 1, quarter), std::bad_alloc)
+      << "PagedKVCache(4, 1, SIZE_MAX / 4 + 1) must throw std::bad_alloc: its buffer of num_blocks * block_tokens * "
+         "token_bytes bytes does not fit in a std::size_t. Multiplied unchecked, the size wraps around to 0, and "
+         "every token would be written outside a buffer of nothing.";
+  EXPECT_THROW(PagedKVCache(2, 2, quarter), std::bad_alloc)
+      << "PagedKVCache(2, 2, SIZE_MAX / 4 + 1) must throw std::bad_alloc: block_tokens * token_bytes fits, but "
+         "num_blocks times that does not. Check each product before you make it.";
+  EXPECT_THROW(PagedKVCache(INT_MAX, INT_MAX, SIZE_MAX / 3), std::bad_alloc)
+      << "PagedKVCache(INT_MAX, INT_MAX, SIZE_MAX / 3) must throw std::bad_alloc: its buffer size overflows.";
+}
+
+TEST(PagedKVCache, CopyOnWriteIntoBlockZeroSucceeds) {
+  PagedKVCache cache(4, 4, kTokenBytes);
+  const auto first = cache.create();
+  ASSERT_TRUE(append_tokens(cache, first, 1, 0, 1)) << "append() to a new sequence of an empty cache returned false.";
+  const auto parent = cache.create();
+  ASSERT_TRUE(append_tokens(cache, parent, 2, 0, 2)) << "append() returned false with 3 blocks free.";
+  const auto child = cache.fork(parent);  // shares block 1, which holds 2 tokens
+  cache.free(first);                      // block 0 goes back on top of the free stack
+  ASSERT_TRUE(append_tokens(cache, child, 3, 2, 3))
+      << "append() to the child copies its shared, half-full block 1 into the block on top of the free stack, "
+         "block 0, and must succeed: block 0 is a block like any other, not a failure (a check such as "
+         "`new_block <= 0` mistakes it for one).";
+  EXPECT_EQ(cache.block_table(child), (std::vector<int>{0}))
+      << "The child's copy of block 1 must be block 0, the most recently freed; got " << show(cache.block_table(child))
+      << ".";
+  EXPECT_EQ(first_wrong_token(cache, child, 2, 0, 2), -1) << "The copy in block 0 must hold the parent's 2 tokens.";
+  EXPECT_TRUE(same_bytes(cache.token(child, 2), make_token(3, 2, kTokenBytes)))
+      << "The child's token 2 must be the one it appended.";
+}
+
+// Four sequences in a cache of 8 blocks of 4 tokens: a parent of 6 tokens (blocks 0 and 1,
+// block 1 half full), its fork, which shares both, another of 4 tokens (block 2, full), and
+// a longer one of 16 (blocks 3 to 6, all full), which leaves one block free.
+struct Family {
+  PagedKVCache cache{8, 4, kTokenBytes};
+  PagedKVCache::SeqId parent = cache.create();
+  bool filled = append_tokens(cache, parent, 1, 0, 6);
+  PagedKVCache::SeqId child = cache.fork(parent);
+  PagedKVCache::SeqId other = cache.create();
+  bool filled_other = append_tokens(cache, other, 2, 0, 4);
+  PagedKVCache::SeqId longer = cache.create();
+  bool filled_longer = append_tokens(cache, longer, 4, 0, 16);
+
+  std::vector<int> ids() const { return {parent, child, other, longer}; }
+  std::string state() const { return describe(cache, ids(), kTokenBytes); }
+  // The blocks a new sequence gets until the cache is full: the order of the free stack.
+  std::vector<int> drain() {
+    const auto s = cache.create();
+    append_tokens(cache, s, 3, 0, 8 * 4);
+    return cache.block_table(s);
+  }
+};
+
+// Makes each heap allocation inside `member` fail in turn, on a fresh Family and its twin
+// (which sees the same calls but the failing one), and checks that every call that throws
+// std::bad_alloc leaves the cache as its twin. `after` checks the call that got through.
+template <class Member, class After>
+void changes_nothing_when_the_heap_fails(const std::string& what, Member member, After after) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  for_each_failing_allocation([&](long n) {
+    Family family, twin;
+    if (!family.filled || !family.filled_other || !family.filled_longer) {
+      ADD_FAILURE() << "append() returned false with blocks free, before " << what << " was called.";
+      return false;
+    }
+    const auto outcome = call_with_failing_new(n, [&] { member(family); });
+    if (outcome.fired && outcome.threw) {
+      EXPECT_EQ(family.state(), twin.state())
+          << what << " threw std::bad_alloc when heap allocation " << n << " inside it failed; a call that throws "
+          << "must change nothing. Make room in your tables first, then take blocks or references: those steps "
+          << "cannot be undone once the next one throws.";
+      EXPECT_EQ(family.drain(), twin.drain())
+          << "After " << what << " threw std::bad_alloc at heap allocation " << n
+          << ", the free blocks must come out in their old order.";
+    } else if (!outcome.fired) {
+      after(family);
+    }
+    return outcome.fired;
+  });
+}
+
+TEST(PagedKVCache, ForkChangesNothingWhenTheHeapFails) {
+  PagedKVCache::SeqId forked = -1;
+  changes_nothing_when_the_heap_fails(
+      "fork(parent)", [&](Family& f) { forked = f.cache.fork(f.parent); },
+      [&](Family& f) {
+        EXPECT_EQ(f.cache.block_table(forked), f.cache.block_table(f.parent))
+            << "fork(parent) must share the parent's blocks.";
+        EXPECT_EQ(f.cache.pool().refcount(0), 3) << "After a second fork, block 0 has three owners.";
+      });
+}
+
+TEST(PagedKVCache, AppendChangesNothingWhenTheHeapFails) {
+  const auto t = make_token(7, 6, kTokenBytes);
+  bool ok = false;
+  changes_nothing_when_the_heap_fails(
+      "append(other, ...) into a new block", [&](Family& f) { ok = f.cache.append(f.other, t.data()); },
+      [&](Family& f) {
+        EXPECT_TRUE(ok && f.cache.block_table(f.other).size() == 2)
+            << "append() to a sequence whose only block is full must take a second block; the table is "
+            << show(f.cache.block_table(f.other)) << ".";
+      });
+  changes_nothing_when_the_heap_fails(
+      "append(child, ...) into a shared, half-full block", [&](Family& f) { ok = f.cache.append(f.child, t.data()); },
+      [&](Family& f) {
+        EXPECT_TRUE(ok && f.cache.length(f.child) == 7) << "append() to the child must store its 7th token.";
+      });
+  changes_nothing_when_the_heap_fails(
+      "append(longer, ...) into a fifth block", [&](Family& f) { ok = f.cache.append(f.longer, t.data()); },
+      [&](Family& f) {
+        EXPECT_TRUE(ok && f.cache.block_table(f.longer).size() == 5)
+            << "append() of token 16 to a sequence of 4 full blocks must take a fifth; the table is "
+            << show(f.cache.block_table(f.longer)) << ".";
+      });
+  changes_nothing_when_the_heap_fails(
+      "append() to a new sequence",
+      [&](Family& f) {
+        const auto s = f.cache.create();
+        ok = f.cache.append(s, t.data());
+      },
+      [&](Family&) { EXPECT_TRUE(ok) << "append() to a new sequence must succeed with blocks free."; });
+}
+
+TEST(PagedKVCache, CreateAndFreeChangeNothingWhenTheHeapFails) {
+  changes_nothing_when_the_heap_fails(
+      "create()", [](Family& f) { (void)f.cache.create(); }, [](Family&) {});
+  changes_nothing_when_the_heap_fails(
+      "free(child)", [](Family& f) { f.cache.free(f.child); },
+      [](Family& f) {
+        EXPECT_EQ(f.cache.pool().refcount(1), 1) << "free(child) must drop the child's reference to block 1.";
+      });
+}
+
+}  // namespace stage4_paged_kv_cache

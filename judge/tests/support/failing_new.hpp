@@ -1,0 +1,82 @@
+// Makes the global operator new fail on purpose, to prove that a member which allocates
+// keeps the strong guarantee: when an allocation inside it throws std::bad_alloc, the object
+// is exactly as it was before the call.
+//
+// The replaced operator new is defined in failing_new.cpp. A replacement must be defined in
+// exactly one translation unit of a program, and the stages are compiled two to a unit, so a
+// test binary that uses this header gets the definitions from one file of its own folder
+// that does nothing but `#include "failing_new.cpp"`. Only binaries that need it replace
+// operator new: the replacement allocates with malloc, so AddressSanitizer no longer tells a
+// `new[]` freed by `delete` from a matching pair in that binary.
+#pragma once
+
+#include <new>
+
+namespace alloclab::test {
+
+/// From now on, the `n`-th call of any global operator new (counting from 1, on any thread)
+/// throws std::bad_alloc; the calls after it succeed again. `n == 0` disarms.
+void fail_nth_new(long n) noexcept;
+
+/// True once the armed failure has been thrown.
+bool failed_new() noexcept;
+
+/// Arms `fail_nth_new(n)` for the lifetime of the scope and disarms at its end, whatever
+/// the code inside does. Take every snapshot to compare with before the scope and check
+/// after it: the comparison allocates too.
+class FailingNew {
+ public:
+  explicit FailingNew(long n) noexcept { fail_nth_new(n); }
+  FailingNew(const FailingNew&) = delete;
+  FailingNew& operator=(const FailingNew&) = delete;
+  ~FailingNew() { fail_nth_new(0); }
+
+  /// True when the n-th allocation happened, so the call under test saw it fail.
+  bool fired() const noexcept { return failed_new(); }
+};
+
+/// What happened to one call made while the n-th allocation fails.
+struct FailingNewOutcome {
+  bool fired;  // the call reached the n-th allocation, and it failed
+  bool threw;  // the call ended with std::bad_alloc
+};
+
+/// Calls `member()` while the `n`-th allocation from now on fails. Any exception other than
+/// std::bad_alloc propagates, for the test to report.
+template <class Member>
+FailingNewOutcome call_with_failing_new(long n, Member&& member) {
+  FailingNew failing(n);
+  bool threw = false;
+  try {
+    member();
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  return {failing.fired(), threw};
+}
+
+/// True when this binary's operator new really fails on demand, so the tests that rely on
+/// it cannot pass for want of a failure.
+inline bool failing_new_works() {
+  return call_with_failing_new(1, [] {
+           int* volatile p = new int(0);  // volatile: the compiler may not elide the pair
+           delete p;
+         }).threw;
+}
+
+/// Runs `call(n)` for n = 1, 2, 3, …, where `call` sets up a fresh object, arms a
+/// `FailingNew(n)` around the member under test, and returns whether the failure fired; stops
+/// at the first n the member gets through without reaching (every allocation it makes has
+/// then been refused once). Returns how many allocations failed; a bound of 10000 stops a
+/// member that allocates without end.
+template <class Call>
+int for_each_failing_allocation(Call&& call) {
+  int failures = 0;
+  for (long n = 1; n <= 10000; ++n) {
+    if (!call(n)) break;
+    ++failures;
+  }
+  return failures;
+}
+
+}  // namespace alloclab::test
