@@ -10,6 +10,7 @@ anything observable, in which case a maintainer records why in the exercise's
     mutant = "if (m.offset >= used_) return;"   # the same line mutated, stripped
     reason = "at m.offset == used_ both poison nothing and leave used_ as it is"
 
+Several mutants of one line that are equivalent for one reason share a record: `mutants = [...]`.
 Lines are matched by their text, so the record survives edits elsewhere in the reference.
 Not part of `check`: a run takes minutes per exercise."""
 from __future__ import annotations
@@ -140,8 +141,8 @@ def equivalents(exercise: Exercise) -> dict[tuple[str, str], str]:
     if not path.is_file():
         return {}
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    return {(e["line"].strip(), e.get("mutant", "").strip()): e.get("reason", "")
-            for e in data.get("equivalent", [])}
+    return {(e["line"].strip(), mutant.strip()): e.get("reason", "")
+            for e in data.get("equivalent", []) for mutant in e.get("mutants", [e.get("mutant", "")])}
 
 
 def apply(source: str, mutant: Mutant) -> str:
