@@ -50,8 +50,12 @@ class Temp(unittest.TestCase):
 class CatalogFormat(Temp):
     def write_catalog(self, text: str) -> Path:
         path = self.dir / "catalog.toml"
-        path.write_text(text)
+        path.write_text(text + "\n" + self.LIMITS)
         return path
+
+    # Every limit is written once, in the catalog: a catalog without them is malformed.
+    LIMITS = ("[limits]\ntest_timeout_seconds = 20\noutput_bytes = 65536\nmemory_mb = 4096\n"
+              "build_timeout_seconds = 300\nbench_timeout_seconds = 600\n")
 
     STAGE = ('[[exercise]]\nid = 1\nslug = "arena"\ntitle = "A"\nheader = "a.hpp"\n'
              '  [[exercise.stage]]\n  suite = "S"\n')
