@@ -235,10 +235,12 @@ TEST(PoolShared, QueriesAreSafeWhileOthersAllocate) {
   void* const kept = pool.allocate();  // owns() of it is true throughout, of kept + 1 false
   ASSERT_NE(kept, nullptr) << "allocate() on a new pool returned nullptr.";
   std::atomic<bool> done{false};
+  std::atomic<bool> owner_started{false};
   std::atomic<int> broken{0};
   std::vector<std::thread> workers;
   for (int t = 0; t < 2; ++t) {
     workers.emplace_back([&, t] {
+      while (!owner_started.load()) std::this_thread::yield();  // grow while owns() is being called
       XorShift rng{0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(t + 1)};
       std::vector<void*> held;
       for (int op = 0; op < kOps; ++op) {
@@ -260,14 +262,22 @@ TEST(PoolShared, QueriesAreSafeWhileOthersAllocate) {
       const std::size_t capacity_now = pool.capacity();  // capacity only grows
       const std::size_t chunks_now = pool.chunk_count();
       if (free_now > capacity_now || chunks_now > 64 || chunks_now == 0) ++broken;
-      // owns() searches the chunk list that a growing pool changes.
+      if (i >= 1'000'000) break;
+    }
+  });
+  // owns() searches the chunk list that a growing pool changes. This thread calls nothing
+  // else, so no lock taken by another query orders its reads after the writers' changes.
+  std::thread owner([&] {
+    for (int i = 0; i < 2000 || !done.load(); ++i) {
       if (!pool.owns(kept) || pool.owns(static_cast<char*>(kept) + 1)) ++broken;
+      if (i == 0) owner_started = true;
       if (i >= 1'000'000) break;
     }
   });
   for (auto& w : workers) w.join();
   done = true;
   observer.join();
+  owner.join();
   EXPECT_EQ(broken.load(), 0) << "While two threads allocated, another saw free_blocks() > capacity(), a chunk "
                                  "count outside [1, max_chunks], or owns() wrong about a block it held: the queries "
                                  "must read the pool's state under the same exclusion as the writers.";
