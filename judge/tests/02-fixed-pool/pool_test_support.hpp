@@ -56,15 +56,4 @@ inline std::size_t smallest_gap(std::vector<void*> blocks) {
   return gap;
 }
 
-/// A small deterministic generator, one per thread: the same run every time.
-struct XorShift {
-  std::uint64_t state;
-  std::uint64_t next() {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  }
-};
-
 }  // namespace alloclab::test::pool

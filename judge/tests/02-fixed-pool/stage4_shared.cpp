@@ -26,6 +26,7 @@ namespace stage4_shared {
 
 using alloclab::SharedFixedPool;
 using alloclab::test::address;
+using alloclab::test::XorShift;
 using namespace alloclab::test::pool;
 
 constexpr int kThreads = 4;

@@ -12,19 +12,6 @@ namespace alloclab::test::ring {
 
 constexpr std::size_t kPage = 4096;
 
-/// A small deterministic generator: the same run every time.
-struct XorShift {
-  std::uint64_t state;
-  std::uint64_t next() {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  }
-  /// A number in [lo, hi].
-  std::size_t between(std::size_t lo, std::size_t hi) { return lo + static_cast<std::size_t>(next() % (hi - lo + 1)); }
-};
-
 /// The byte that fill() writes at index i of a block tagged `seed`.
 inline unsigned char pattern_byte(std::uint64_t seed, std::size_t i) {
   return static_cast<unsigned char>((seed * 0x9E3779B1u + i * 13 + (i >> 8)) ^ (seed >> 5));

@@ -19,7 +19,7 @@ using alloclab::test::ring::Block;
 using alloclab::test::ring::fill;
 using alloclab::test::ring::first_changed;
 using alloclab::test::ring::RingModel;
-using alloclab::test::ring::XorShift;
+using alloclab::test::XorShift;
 
 TEST(RingLaps, ReclaimMakesRoomAgain) {
   RingBumpAllocator ring(4096);

@@ -25,7 +25,7 @@ using alloclab::RingBumpAllocator;
 using alloclab::test::ring::Block;
 using alloclab::test::ring::fill;
 using alloclab::test::ring::first_changed;
-using alloclab::test::ring::XorShift;
+using alloclab::test::XorShift;
 
 struct Step {
   std::uint64_t checkpoint;

@@ -80,6 +80,19 @@ __attribute__((no_sanitize_address)) inline std::string shadow_bytes([[maybe_unu
   return shadow;
 }
 
+/// A small deterministic generator (xorshift64): the same run every time, one per thread.
+struct XorShift {
+  std::uint64_t state;
+  std::uint64_t next() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  }
+  /// A number in [lo, hi].
+  std::size_t between(std::size_t lo, std::size_t hi) { return lo + static_cast<std::size_t>(next() % (hi - lo + 1)); }
+};
+
 /// Makes the death tests that follow cheap. A death test only needs to see that the
 /// sanitizer reports; turning the dying child's stack into file names and lines would take a
 /// quarter of a second each. The child is started afresh ("threadsafe" style), so it reads
