@@ -39,6 +39,7 @@
 #include <string>
 
 #include "arena.hpp"
+#include "decode_step.hpp"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -46,16 +47,7 @@
 
 namespace {
 
-constexpr std::size_t kTensorsPerStep = 64;
-constexpr std::size_t kSizes[] = {512 * 1024, 128 * 1024, 16 * 1024};
-
-constexpr std::size_t tensor_size(std::size_t i) { return kSizes[i % 3]; }
-
-constexpr std::size_t step_bytes() {
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < kTensorsPerStep; ++i) total += tensor_size(i);
-  return total;
-}
+using namespace alloclab::bench;  // the decode step: kTensorsPerStep, tensor_size, step_bytes
 
 // Room for one step: every size is a multiple of 16 KiB, so no padding is needed, but
 // leave a little slack for an arena that pads more than it must.

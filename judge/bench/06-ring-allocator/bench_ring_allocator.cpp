@@ -31,22 +31,14 @@
 #include <vector>
 
 #include "ring_allocator.hpp"
+#include "decode_step.hpp"
 #include "../../../solutions/01-arena/arena.hpp"
 
 namespace {
 
 // ---- per_token ----------------------------------------------------------------
 
-constexpr std::size_t kTensorsPerStep = 64;
-constexpr std::size_t kSizes[] = {512 * 1024, 128 * 1024, 16 * 1024};
-
-constexpr std::size_t tensor_size(std::size_t i) { return kSizes[i % 3]; }
-
-constexpr std::size_t step_bytes() {
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < kTensorsPerStep; ++i) total += tensor_size(i);
-  return total;
-}
+using namespace alloclab::bench;  // the decode step: kTensorsPerStep, tensor_size, step_bytes
 
 // Two steps and a little slack: the ring wraps every other step.
 constexpr std::size_t kTokenRing = 2 * step_bytes() + (1 << 20);
