@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from xml.sax.saxutils import escape
+from html import escape
 
 from . import build, run as runner
 from .catalog import ROOT, Exercise, shown
@@ -99,12 +99,12 @@ def svg(snapshot: dict, title: str) -> str:
                f'<rect x="150" y="{legend_y}" width="14" height="14" fill="{_FREE}" stroke="{_MUTED}" stroke-width="0.5"/>'
                f'<text x="170" y="{legend_y + 12}" font-size="12" fill="{_INK}">free block, cached</text>')
     for i, line in enumerate(caption):
-        out.append(f'<text x="20" y="{legend_y + 36 + 18 * i}" font-size="12" fill="{_MUTED}">{escape(line)}</text>')
+        out.append(f'<text x="20" y="{legend_y + 36 + 18 * i}" font-size="12" fill="{_MUTED}">{escape(line, quote=False)}</text>')
     height = legend_y + 36 + 18 * len(caption)
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_WIDTH} {height}" width="{_WIDTH}" '
             f'height="{height}" font-family="sans-serif">'
             f'<rect width="100%" height="100%" fill="#ffffff"/>'
-            f'<text x="20" y="30" font-size="17" font-weight="bold" fill="{_INK}">{escape(title)}</text>')
+            f'<text x="20" y="30" font-size="17" font-weight="bold" fill="{_INK}">{escape(title, quote=False)}</text>')
     return head + "\n" + "\n".join(out) + "\n</svg>\n"
 
 
