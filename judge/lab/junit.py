@@ -13,7 +13,6 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from . import build
 from .files import write_atomically
 from .verify import ConfigResult, StageResult, TestOutcome, Verdict
 
@@ -82,7 +81,7 @@ def _stage_suite(verdict: Verdict, config: ConfigResult, stage: StageResult) -> 
         case = _case(suite, classname, test.name, test.seconds)
         text = "\n\n".join(test.messages)
         if test.finding:
-            text += "\n\n" + test.finding.get("raw", "")
+            text += "\n\n" + test.finding.raw
         if test.status == "failed":
             ET.SubElement(case, "failure", message=_first_line(text) or "failed", type="failed").text = _safe(text)
             _count(suite, "failures")
@@ -125,8 +124,7 @@ def _case(suite: ET.Element, classname: str, name: str, seconds: float) -> ET.El
 def _build_failure(config: ConfigResult) -> str:
     error = config.build.error
     if error:
-        place = build.where(error["file"], error["line"], error["column"])
-        return "\n".join([f"{place}: {error['severity']}: {error['message']}", *error.get("context", [])])
+        return "\n".join([f"{error.where()}: {error.severity}: {error.message}", *error.context])
     return config.build.problem or "the build failed"
 
 

@@ -29,8 +29,8 @@ def _config(config: ConfigResult, first_failing: int | None, verbose: bool) -> l
     if not b.ok:
         lines = [ui.paint(f"{config.label}: does not compile", "red")]
         if b.error:
-            lines.append(f"  {b.error['file'] and _where(b.error)}: {b.error['severity']}: {b.error['message']}")
-            lines.extend("  " + c for c in b.error["context"])
+            lines.append(f"  {b.error.file and b.error.where()}: {b.error.severity}: {b.error.message}")
+            lines.extend("  " + c for c in b.error.context)
             lines.append("  Fix this first: nothing can be tested until the file compiles.")
         else:
             lines.append(ui.indent(b.problem, "  "))
@@ -40,7 +40,7 @@ def _config(config: ConfigResult, first_failing: int | None, verbose: bool) -> l
     lines = [ui.paint(f"{config.label}", "cyan") + ui.paint(f"  built in {b.seconds:.1f} s", "dim")]
     if b.warnings:
         w = b.warnings[0]
-        lines.append(ui.paint(f"  ! {len(b.warnings)} warning(s) in your file, the first: {_where(w)}: {w['message']}",
+        lines.append(ui.paint(f"  ! {len(b.warnings)} warning(s) in your file, the first: {w.where()}: {w.message}",
                               "yellow"))
     for stage in config.stages:
         detailed = verbose or first_failing is None or stage.number <= first_failing
@@ -73,7 +73,7 @@ def _stage(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
             for message in test.messages:
                 lines.append(ui.indent(message, "        ", max_lines=200 if verbose else 14))
             if verbose and test.finding:
-                lines.append(ui.indent(test.finding["raw"], "        | ", max_lines=80))
+                lines.append(ui.indent(test.finding.raw, "        | ", max_lines=80))
         if others := repeats.get(test.name):
             shown_names = ", ".join(t.split(".", 1)[-1] for t in others[:3]) + (", …" if len(others) > 3 else "")
             lines.append(ui.paint(f"    {ui.FAIL} {len(others)} more test{'s' if len(others) > 1 else ''} "
@@ -82,7 +82,7 @@ def _stage(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
                                   f"({shown_names}; -v lists them)", "dim"))
     if verbose:
         for finding in stage.findings:
-            lines.append(ui.indent(finding["raw"], "        | ", max_lines=80))
+            lines.append(ui.indent(finding.raw, "        | ", max_lines=80))
     return lines
 
 
@@ -102,11 +102,6 @@ def _repeats(stage: StageResult) -> dict[str, list[str]]:
         repeats[first] = others
         repeats.update({name: [] for name in others})
     return repeats
-
-
-def _where(diagnostic: dict) -> str:
-    from .build import Diagnostic
-    return Diagnostic(**diagnostic).where()
 
 
 def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:

@@ -1,12 +1,16 @@
 """The result model of a judgement: a verdict holds one result per configuration (compiler and
 instrumentation), each holds its build and its stages, each stage its tests. Statuses are string
-enums, so they compare equal to their words ("passed") and are written as them in JSON."""
+enums, so they compare equal to their words ("passed") and are written as them in JSON. Compiler
+diagnostics and sanitizer findings stay objects (build.Diagnostic, sanitizers.Finding) until a
+writer turns the verdict into JSON or JUnit."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from . import build
+from .build import Diagnostic
+from .sanitizers import Finding
 
 
 class TestStatus(StrEnum):
@@ -29,7 +33,7 @@ class TestOutcome:
     name: str                 # Suite.Test
     status: TestStatus
     messages: list[str] = field(default_factory=list)
-    finding: dict | None = None   # a sanitizer report, summarised (sanitizers.Finding)
+    finding: Finding | None = None   # the sanitizer report that ended it
     seconds: float = 0.0
 
     @property
@@ -46,7 +50,7 @@ class StageResult:
     status: StageStatus = StageStatus.FAILED
     tests: list[TestOutcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)   # what went wrong beyond single tests
-    findings: list[dict] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)      # worth knowing, but no failure (output capped)
 
@@ -59,8 +63,8 @@ class StageResult:
 class BuildSummary:
     ok: bool
     seconds: float
-    error: dict | None = None        # the first compiler error (build.Diagnostic)
-    warnings: list[dict] = field(default_factory=list)
+    error: Diagnostic | None = None        # the first compiler error in the learner's file
+    warnings: list[Diagnostic] = field(default_factory=list)
     problem: str = ""
 
 
@@ -86,6 +90,12 @@ class Verdict:
     configs: list[ConfigResult]
     tampering: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    stages_not_judged: list[int] = field(default_factory=list)   # left out with --stage
+
+    @property
+    def complete(self) -> bool:
+        """Every stage of the exercise was judged: only then can the exercise pass."""
+        return not self.stages_not_judged
 
     def first_failing_stage(self) -> int | None:
         failing = [s.number for c in self.configs for s in c.stages if s.status != "passed"]
@@ -97,7 +107,9 @@ class Verdict:
         judge/schemas/verdict.schema.json describes it."""
         data = asdict(self)
         data["first_failing_stage"] = self.first_failing_stage()
-        data["verdict"] = "passed" if self.passed else "failed"
+        # `passed` is what the exit status says: the stages judged passed. `verdict` says it of
+        # the exercise, which passes only when every stage was judged.
+        data["verdict"] = "failed" if not self.passed else "passed" if self.complete else "stages passed"
         data["configurations"] = [f"{c.compiler}-{c.sanitizer}" for c in self.configs]
         stages: dict[int, dict] = {}
         for config in self.configs:

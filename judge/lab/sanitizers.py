@@ -69,6 +69,13 @@ _FRAME_RE = re.compile(r"^\s*#\d+ (?:0x[0-9a-f]+ in )?(.+?) (/\S+?):(\d+)(?::\d+
 _RSS_RE = re.compile(r"^(?:==\d+==)?(AddressSanitizer|ThreadSanitizer|LeakSanitizer): hard rss limit exhausted"
                      r"(?: \((\d+)Mb vs (\d+)Mb\))?", re.M)
 
+# A runtime's own consistency check, failed because the program handed it something impossible,
+# such as a region to poison whose size wrapped around: no "ERROR:" line, one stack.
+_CHECK_RE = re.compile(r"^(?:==\d+==)?(AddressSanitizer|ThreadSanitizer|UndefinedBehaviorSanitizer|LeakSanitizer): "
+                       r"CHECK failed: \S+ \"(.*?)\"", re.M)
+CHECK_FAILED = ("its own check failed: the code under test passed it an impossible region or size "
+                "(such as a length that wrapped around below zero)")
+
 _RUNTIME_FRAMES = ("/compiler-rt/", "libsanitizer", "/usr/include/", "/gtest/", "googletest")
 
 
@@ -96,6 +103,10 @@ def summarize(stderr: str, focus: str | None = None) -> Finding | None:
         frame = _frame(rest, focus)
         return Finding(tool, kind.strip(), access.group(1) if access else "",
                        where(*frame[1:]) if frame else "", frame[0] if frame else "", _report(stderr, m.start()))
+    if m := _CHECK_RE.search(stderr):
+        frame = _frame(stderr[m.start():], focus)
+        return Finding(m.group(1), CHECK_FAILED, "", where(*frame[1:]) if frame else "",
+                       frame[0] if frame else "", _report(stderr, m.start()))
     if m := _TSAN_RE.search(stderr):
         rest = stderr[m.start():]
         frame = _frame(rest, focus)

@@ -13,7 +13,6 @@ import os
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 
 from . import build, integrity, listing, run as runner, sanitizers
@@ -65,8 +64,9 @@ def judge(catalog: Catalog, exercise: Exercise, impl: build.Impl, compilers: tup
         start_macro_check()
         tampering = jobs[0].result()
     passed = bool(configs) and not tampering and all(s.status == StageStatus.PASSED for c in configs for s in c.stages)
+    left_out = [s.number for s in exercise.stages if s not in stages]
     return Verdict(exercise.name, exercise.title, impl.label, shown(focus), passed, configs,
-                   tampering, time.monotonic() - start)
+                   tampering, time.monotonic() - start, left_out)
 
 
 def _not_judged(compiler: str, sanitizer: str, stages: list[Stage], expected: dict[str, list[str]],
@@ -103,8 +103,7 @@ def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compil
         if impl.kind == "exercises" and not slot:
             _link_compile_commands(tree)
         error = built.first_error(focus)
-        summary = BuildSummary(built.ok, built.seconds, asdict(error) if error else None,
-                               [asdict(w) for w in built.warnings_in(focus)[:5]], built.problem)
+        summary = BuildSummary(built.ok, built.seconds, error, built.warnings_in(focus)[:5], built.problem)
         result = ConfigResult(compiler, sanitizer, summary)
         if not built.ok:
             result.stages = [StageResult(s.number, s.suite, s.title, s.goal, StageStatus.NOT_BUILT) for s in stages]
@@ -212,7 +211,7 @@ class _StageRun:
             if run.returncode != 0 and all(outcomes[n].ok for n in wanted if n in outcomes):
                 # Every test passed, yet the run failed: a report at exit, such as a leak.
                 if finding:
-                    result.findings.append(asdict(finding))
+                    result.findings.append(finding)
                     result.problems.append(finding.line())
                 else:
                     result.problems.append(f"the test binary exited with status {run.returncode} "
@@ -224,7 +223,7 @@ class _StageRun:
         if running is None or running not in wanted:
             result.problems.append(_early_end(run, finding, running))
             if finding:
-                result.findings.append(asdict(finding))
+                result.findings.append(finding)
             return False
         if run.timed_out:
             self.hangs += 1
@@ -236,7 +235,7 @@ class _StageRun:
         else:
             self.crashes += 1
             outcomes[running] = TestOutcome(running, TestStatus.CRASHED, [_crash_text(run, finding)],
-                                            asdict(finding) if finding else None)
+                                            finding)
         if self.hangs >= 2 or self.crashes >= len(wanted):
             result.problems.append("the judge stopped re-running this stage after "
                                    + (f"{self.hangs} hangs" if self.hangs > 1 else f"{self.crashes} crashes"))

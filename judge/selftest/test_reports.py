@@ -26,7 +26,7 @@ def sample_verdict() -> Verdict:
     stage1 = StageResult(1, "ArenaBasics", "basics", "goal one", "failed", [
         TestOutcome("ArenaBasics.A", "passed", [], None, 0.01),
         TestOutcome("ArenaBasics.B", "failed", ["stage1.cpp:10: Failure\nExpected equality <&> \"quoted\""], None, 0.02),
-        TestOutcome("ArenaBasics.C", "crashed", [finding.line()], vars(finding).copy(), 0.5),
+        TestOutcome("ArenaBasics.C", "crashed", [finding.line()], finding, 0.5),
         TestOutcome("ArenaBasics.D", "timeout", ["no result after 5 s (limit: test_timeout_seconds)"], None, 5.0),
         TestOutcome("ArenaBasics.E", "skipped", ["the test skipped itself in this configuration"]),
         TestOutcome("ArenaBasics.F", "not run"),
@@ -35,7 +35,7 @@ def sample_verdict() -> Verdict:
                          [TestOutcome("ArenaAlignment.G", "passed", [], None, 0.1)], seconds=0.1)
     clang = ConfigResult("clang", "asan", BuildSummary(True, 3.0), [stage1, stage2])
     error = build.Diagnostic("arena.hpp", 4, 2, "error", "expected ';'", ["int x", "     ^"])
-    gcc = ConfigResult("gcc", "asan", BuildSummary(False, 1.0, vars(error).copy()), [
+    gcc = ConfigResult("gcc", "asan", BuildSummary(False, 1.0, error), [
         StageResult(1, "ArenaBasics", "basics", "goal one", "not built"),
         StageResult(2, "ArenaAlignment", "alignment", "goal two", "not built")])
     return Verdict("01-arena", "The arena", "source", "arena.hpp", False, [clang, gcc],
@@ -62,6 +62,16 @@ class JsonOutput(unittest.TestCase):
         self.assertEqual(data["stages"][0]["passed"], 1)
         self.assertEqual(data["configs"][0]["stages"][0]["tests"][1]["messages"][0].splitlines()[0],
                          "stage1.cpp:10: Failure")
+
+    def test_a_run_of_some_stages_never_says_the_exercise_passed(self):
+        """`test N --stage K --json`: an autograder reading "verdict" must not take one stage
+        for the exercise."""
+        verdict = passing_verdict()
+        verdict.stages_not_judged = [2, 3, 4]
+        data = json.loads(json.dumps(verdict.to_json()))
+        self.assertEqual((data["verdict"], data["passed"], data["stages_not_judged"]), ("stages passed", True, [2, 3, 4]))
+        self.assertEqual(formats.json_errors(data), [])
+        self.assertEqual(passing_verdict().to_json()["verdict"], "passed")
 
     def test_the_validator_rejects_what_the_schema_forbids(self):
         """A validator that accepts everything would prove nothing."""

@@ -34,8 +34,26 @@ WARNING: ThreadSanitizer: data race (pid=9)
     #0 alloclab::FixedPool::allocate() /home/me/exercises/02-fixed-pool/fixed_pool.hpp:77:5 (test+0x1)
 """
 
+# The runtime's consistency check, as clang 14's ASan printed it for a rewind that poisoned a
+# region of wrapped size.
+CHECK = """AddressSanitizer: CHECK failed: asan_poisoning.cpp:124 "((beg.chunk)) < ((end.chunk))" (0xc4a, 0xc4a) (tid=8)
+    #0 0x55d3 in __asan::CheckUnwind() crtstuff.c
+    #1 0x55d4 in __sanitizer::CheckFailed(char const*, int, char const*, unsigned long long, unsigned long long) crtstuff.c
+    #2 0x55d5 in __asan_poison_memory_region (/kit/build/test_01-arena+0x1d30bb) (BuildId: 0efd)
+    #3 0x55d6 in alloclab::Arena::poison(void const*, unsigned long) /home/me/exercises/01-arena/arena.hpp:131:5
+    #4 0x55d7 in alloclab::Arena::rewind(alloclab::Arena::Marker) /home/me/exercises/01-arena/arena.hpp:112:5
+"""
+
 
 class SummarizeTest(unittest.TestCase):
+    def test_a_failed_runtime_check_is_a_finding_in_the_learners_code(self):
+        """Without it the test reads "ended the whole test program", which says nothing."""
+        f = sanitizers.summarize(CHECK, "exercises/01-arena/arena.hpp")
+        self.assertIsNotNone(f)
+        self.assertEqual((f.tool, f.kind, f.function), ("AddressSanitizer", sanitizers.CHECK_FAILED,
+                                                         "alloclab::Arena::poison"))
+        self.assertTrue(f.location.endswith("exercises/01-arena/arena.hpp:131"), f.location)
+
     def test_asan_names_kind_access_and_learner_frame(self):
         f = sanitizers.summarize(ASAN, "exercises/01-arena/arena.hpp")
         self.assertEqual((f.tool, f.kind, f.access), ("AddressSanitizer", "heap-buffer-overflow", "READ of size 1"))
