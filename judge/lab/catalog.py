@@ -13,8 +13,8 @@ DIFFICULTIES = ("easy", "medium", "hard")
 FORMAT_VERSION = 2
 HINT_LEVELS = ("concept", "approach", "code")
 
-# TEST(Suite, Name) and TEST_F(Fixture, Name) as they open a test in a test file.
-_TEST_RE = re.compile(r"^\s*TEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.MULTILINE)
+# TEST(Suite, Name), TEST_F, TEST_P, TYPED_TEST and TYPED_TEST_P as they open a test in a test file.
+_TEST_RE = re.compile(r"^\s*(?:TEST(?:_F|_P)?|TYPED_TEST(?:_P)?)\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.MULTILINE)
 _SLUG_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
@@ -192,7 +192,10 @@ def _exercise(raw: dict) -> Exercise:
 
 
 def tests_in_source(exercise: Exercise) -> dict[str, list[str]]:
-    """The tests each suite contains, read from the test files themselves: what must run."""
+    """The tests each suite contains, read from the test files' text. The catalog's check reads
+    suites from it without a build; a verdict counts the tests from the test binary instead
+    (listing.py), which sees what the preprocessor and the parameterized tests make of them,
+    and falls back to this only when the reference itself cannot be built."""
     suites: dict[str, list[str]] = {}
     for path in sorted(exercise.tests_dir.glob("*.cpp")):
         for suite, name in _TEST_RE.findall(path.read_text(encoding="utf-8")):

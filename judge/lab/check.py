@@ -49,7 +49,7 @@ def run(args, catalog: Catalog) -> int:
         sign = ui.paint(ui.SKIP + " skipped:", "yellow") if item.ok is None else ui.mark(item.ok)
         print(f"{sign} {item.what}{took}", flush=True)
         if item.ok is not True and item.detail:
-            print(ui.indent(item.detail, "    ", max_lines=30), flush=True)
+            print(ui.indent(item.detail, "    ", max_lines=30, more=""), flush=True)
 
     report(_unit_tests())
     problems = validate(catalog)
@@ -112,19 +112,22 @@ def _summary(items: list[Item]) -> int:
 
 
 def _timed(fn, catalog, ex, arg, slots) -> Item:
+    """Runs one job; the jobs that judge in build trees of their own get a slot, a tree name no
+    other running job uses."""
     start = time.monotonic()
-    slot = slots.get()
+    slot = slots.get() if fn in _IN_A_SLOT else None
     try:
-        item = fn(catalog, ex, arg, slot)
+        item = fn(catalog, ex, arg, slot) if slot is not None else fn(catalog, ex, arg)
     except Exception as err:  # one broken job must not hide the others' results
         item = Item(False, f"{ex.name}: {fn.__name__.strip('_')} {arg}", f"the judge failed: {type(err).__name__}: {err}")
     finally:
-        slots.put(slot)
+        if slot is not None:
+            slots.put(slot)
     item.seconds = time.monotonic() - start
     return item
 
 
-def _reference(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
+def _reference(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
     verdict = verify.judge(catalog, ex, build.Impl("solutions"), (compiler,), werror=True)
     what = f"{ex.name}: the reference passes every stage with {build.program(compiler)} ({', '.join(ex.sanitizers)})"
     return Item(verdict.passed, what, _first_problem(verdict))
@@ -150,7 +153,7 @@ def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
     return Item(not passing and not crashed, what, detail)
 
 
-def _thread_stages_repeated(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
+def _thread_stages_repeated(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
     """Every stage that runs under ThreadSanitizer, run THREAD_REPEATS times in one process
     against the reference: a test that passes only most of the time is a broken test."""
     what = (f"{ex.name}: the reference passes the thread stages {THREAD_REPEATS} times in a row under "
@@ -207,7 +210,7 @@ def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Ite
     return Item(not verdict.passed, what)
 
 
-def _benchmarks(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
+def _benchmarks(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
     what = f"{ex.name}: the benchmarks build and run against the reference"
     results, problem = bench.measure(catalog, ex, build.Impl("solutions"), compiler, min_time=0.01)
     if results is None:
@@ -219,12 +222,15 @@ def _benchmarks(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Ite
     return Item(bool(results), what, "" if results else "the benchmark binary ran no benchmark")
 
 
+_IN_A_SLOT = (_skeleton, _mistake)
+
+
 def _first_problem(verdict: verify.Verdict) -> str:
     for config in verdict.configs:
         if not config.build.ok:
             err = config.build.error
             if err:
-                return f"[{config.label}] {build.Diagnostic(**err).where()}: {err['message']}"
+                return f"[{config.label}] {err.where()}: {err.message}"
             return f"[{config.label}] {config.build.problem}"
         for stage in config.stages:
             if stage.status == "passed":

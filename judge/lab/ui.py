@@ -26,10 +26,12 @@ def mark(ok: bool) -> str:
     return paint(OK, "green") if ok else paint(FAIL, "red")
 
 
-def indent(text: str, prefix: str = "      ", max_lines: int = 14) -> str:
+def indent(text: str, prefix: str = "      ", max_lines: int = 14, more: str = "-v shows them") -> str:
+    """`text` with `prefix` before every line, cut after `max_lines`; `more` says how to see the
+    rest, where the command has a way."""
     lines = text.splitlines() or [""]
     if len(lines) > max_lines:
-        lines = lines[:max_lines] + [f"[... {len(lines) - max_lines} more lines; -v shows them]"]
+        lines = lines[:max_lines] + [f"[... {len(lines) - max_lines} more lines" + (f"; {more}]" if more else "]")]
     return "\n".join(prefix + line for line in lines)
 
 
