@@ -225,7 +225,7 @@ def _benchmarks(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
 _IN_A_SLOT = (_skeleton, _mistake)
 
 
-def _first_problem(verdict: verify.Verdict) -> str:
+def _first_problem(verdict: Verdict) -> str:
     for config in verdict.configs:
         if not config.build.ok:
             err = config.build.error

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from .files import write_atomically
-from .verify import ConfigResult, StageResult, TestOutcome, Verdict
+from .results import ConfigResult, StageResult, TestOutcome, Verdict
 
 STAGE_CHECKS = "(stage checks)"
 

@@ -5,7 +5,7 @@ import re
 
 from . import ui
 from .catalog import Exercise
-from .verify import ConfigResult, StageResult, Verdict
+from .results import ConfigResult, StageResult, Verdict
 
 _STATUS_WORD = {"crashed": "crashed", "timeout": "hung", "not run": "did not run", "skipped": "skipped"}
 

@@ -18,11 +18,7 @@ from pathlib import Path
 from . import build, integrity, listing, run as runner, sanitizers
 from .catalog import ROOT, Catalog, Exercise, Stage, shown, tests_in_source
 from .gtest_report import CANARY, read_report, record_finished, record_report, running_test
-from .results import (BuildSummary, ConfigResult, StageResult, StageStatus, TestOutcome, TestStatus,  # noqa: F401
-                      Verdict)
-
-# The names the self-tests read GoogleTest's output through, from before the split.
-_read_report, _record_report, _record_finished, _running_test = read_report, record_report, record_finished, running_test
+from .results import BuildSummary, ConfigResult, StageResult, StageStatus, TestOutcome, TestStatus, Verdict
 
 
 def implementation_file(exercise: Exercise, impl: build.Impl) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lab import catalog as cat, course, overview, progress, quiz, report
 from lab.catalog import Catalog, CatalogError, Exercise, Hint, Stage
-from lab.verify import BuildSummary, ConfigResult, StageResult, TestOutcome, Verdict
+from lab.results import BuildSummary, ConfigResult, StageResult, TestOutcome, Verdict
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SAMPLE_QUIZ = FIXTURES / "sample.quiz.toml"

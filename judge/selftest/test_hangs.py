@@ -18,7 +18,7 @@ import types
 import unittest
 from pathlib import Path
 
-from lab import build, catalog as cat, verify
+from lab import build, catalog as cat, results, verify
 from lab.catalog import Stage
 
 from .test_hostile import HOSTILE, SLOT, _which, exercise_for, wait_for_no_leftovers
@@ -66,7 +66,7 @@ class FakeBinaryTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def judge(self, plan: dict[str, str]) -> tuple[list[verify.StageResult], float]:
+    def judge(self, plan: dict[str, str]) -> tuple[list[results.StageResult], float]:
         suites = list(dict.fromkeys(name.split(".")[0] for name in plan))
         stages = [Stage(n, suite, suite.lower(), "", ("asan",)) for n, suite in enumerate(suites, 1)]
         expected = {suite: [name for name in plan if name.startswith(suite + ".")] for suite in suites}

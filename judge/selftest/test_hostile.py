@@ -26,7 +26,7 @@ import time
 import unittest
 from pathlib import Path
 
-from lab import build, catalog as cat, report, verify
+from lab import build, catalog as cat, report, results, verify
 from lab.catalog import ROOT, Exercise, Stage
 
 from . import formats
@@ -181,7 +181,7 @@ class HostileCorpus(unittest.TestCase):
         if case.cli:
             self.judge_through_cli(case, exercise, verdict)
 
-    def judge_through_cli(self, case: Case, exercise: Exercise, verdict: verify.Verdict):
+    def judge_through_cli(self, case: Case, exercise: Exercise, verdict: results.Verdict):
         """The same file through `judge.py test`: the tree is already built as wanted, so this
         costs only the runs. Full catalog limits apply here, hence no hanging cases."""
         before = fingerprint(case.path)

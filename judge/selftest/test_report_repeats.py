@@ -2,13 +2,13 @@
 test; different messages and -v still show everything."""
 import unittest
 
-from lab import report, verify
+from lab import report, results
 
-T = verify.TestOutcome
+T = results.TestOutcome
 
 
 def stage(*tests):
-    return verify.StageResult(1, "S", "basics", "goal", "failed", list(tests))
+    return results.StageResult(1, "S", "basics", "goal", "failed", list(tests))
 
 
 def nullptr_failure(line):

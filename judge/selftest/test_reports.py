@@ -7,9 +7,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lab import build, junit, report, sanitizers, verify
+from lab import build, gtest_report, junit, report, sanitizers
 from lab.catalog import Exercise, Limits, Stage
-from lab.verify import BuildSummary, ConfigResult, StageResult, TestOutcome, Verdict
+from lab.results import BuildSummary, ConfigResult, StageResult, TestOutcome, Verdict
 
 from . import formats
 
@@ -193,17 +193,17 @@ class ReportFileChecks(unittest.TestCase):
         def test(name):
             return {"name": name, "status": "RUN", "result": "COMPLETED", "timestamp": timestamp, "time": "0s"}
         return {"testsuites": [{"name": "ArenaBasics", "testsuite": [test("A")]},
-                               {"name": verify.CANARY, "testsuite": [test("AssertionsStillFail")]}]}
+                               {"name": gtest_report.CANARY, "testsuite": [test("AssertionsStillFail")]}]}
 
     def test_tests_that_never_started_do_not_pass(self):
         outcomes, result = {}, StageResult(1, "ArenaBasics", "basics", "")
-        verify._record_report(self.report("1970-01-01T00:00:00Z"), ["ArenaBasics.A"], outcomes, result)
+        gtest_report.record_report(self.report("1970-01-01T00:00:00Z"), ["ArenaBasics.A"], outcomes, result)
         self.assertNotIn("ArenaBasics.A", outcomes)
         self.assertTrue(any("never started" in p for p in result.problems))
 
     def test_tests_that_ran_pass(self):
         outcomes, result = {}, StageResult(1, "ArenaBasics", "basics", "")
-        verify._record_report(self.report("2026-12-02T11:00:00.123"), ["ArenaBasics.A"], outcomes, result)
+        gtest_report.record_report(self.report("2026-12-02T11:00:00.123"), ["ArenaBasics.A"], outcomes, result)
         self.assertEqual(outcomes["ArenaBasics.A"].status, "passed")
         self.assertEqual(result.problems, [])
 
