@@ -197,12 +197,17 @@ def _judge(catalog: Catalog, exercise: Exercise, source: str, mutant: Mutant, sl
         path = OUT / exercise.name / slot / exercise.solution_file.name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(apply(source, mutant), encoding="utf-8")
-        verdict = verify.judge(catalog, exercise, build.Impl("source", path), ("clang",), werror=False, slot=slot)
+        # One instrumentation at a time: most mutants die in the first, and need no second build.
+        for sanitizer in exercise.sanitizers:
+            verdict = verify.judge(catalog, exercise, build.Impl("source", path), ("clang",), werror=False,
+                                   slot=slot, sanitizer_list=(sanitizer,))
+            if not all(c.build.ok for c in verdict.configs):
+                return "stillborn"
+            if not verdict.passed:
+                return "killed"
+        return "survived"
     finally:
         slots.put(slot)
-    if not all(c.build.ok for c in verdict.configs):
-        return "stillborn"
-    return "survived" if verdict.passed else "killed"
 
 
 def _summary(mutants: list[Mutant], outcomes: dict[Mutant, str], known: dict, seconds: float) -> int:
