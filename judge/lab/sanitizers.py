@@ -32,6 +32,7 @@ class Finding:
     function: str
     raw: str
     limit: str = ""  # the judge's limit this report is about, such as "limit: memory_mb = 4096"
+    other: str = ""  # a data race's other side: "read at file:line in function"
 
     def line(self) -> str:
         parts = [f"{self.tool}: {self.kind}" + (f" ({self.limit})" if self.limit else "")]
@@ -41,6 +42,8 @@ class Finding:
             parts.append(f"at {self.location}")
         if self.function:
             parts.append(f"in {self.function}")
+        if self.other:
+            parts.append(f"racing with a {self.other}")
         return " · ".join(parts)
 
 
@@ -111,8 +114,25 @@ def summarize(stderr: str, focus: str | None = None) -> Finding | None:
         rest = stderr[m.start():]
         frame = _frame(rest, focus)
         return Finding("ThreadSanitizer", m.group(1).strip(), "", where(*frame[1:]) if frame else "",
-                       frame[0] if frame else "", _report(stderr, m.start()))
+                       frame[0] if frame else "", _report(stderr, m.start()), other=_other_side(rest, focus, frame))
     return None
+
+
+# The second access of a data race: `  Previous read of size 8 at 0x7b04 by thread T3:`.
+_PREVIOUS_RE = re.compile(r"^\s+Previous (?:atomic )?(read|write) of size \d+ at \S+ by (?:thread T\d+|main thread)", re.M)
+
+
+def _other_side(report: str, focus: str | None, first: tuple[str, str, str] | None) -> str:
+    """Where the other thread touched the memory, when that is another place: a race is often
+    written on one side (an unlocked read) and reported on the other (the locked write)."""
+    m = _PREVIOUS_RE.search(report)
+    if not m:
+        return ""
+    block = report[m.end():].split("\n\n", 1)[0]
+    frame = _frame(block, focus)
+    if not frame or (first and frame[1:] == first[1:]):
+        return ""
+    return f"{m.group(1)} at {where(*frame[1:])} in {frame[0]}"
 
 
 def _frame(report: str, focus: str | None) -> tuple[str, str, str] | None:

@@ -45,7 +45,31 @@ CHECK = """AddressSanitizer: CHECK failed: asan_poisoning.cpp:124 "((beg.chunk))
 """
 
 
+# A race whose two sides are in different functions: the unlocked read is the mistake.
+TSAN_TWO_SIDES = """WARNING: ThreadSanitizer: data race (pid=9)
+  Write of size 8 at 0x7b0400000000 by thread T2 (mutexes: write M1):
+    #0 alloclab::FixedPool::grow() /home/me/exercises/02-fixed-pool/fixed_pool.hpp:142:5 (test+0x1)
+    #1 alloclab::FixedPool::allocate() /home/me/exercises/02-fixed-pool/fixed_pool.hpp:60:5 (test+0x2)
+
+  Previous read of size 8 at 0x7b0400000000 by thread T3:
+    #0 std::vector<char*>::size() const /usr/include/c++/12/bits/stl_vector.h:919:40 (test+0x3)
+    #1 alloclab::SharedFixedPool::owns(void const*) const /home/me/exercises/02-fixed-pool/fixed_pool.hpp:170:12 (test+0x4)
+
+SUMMARY: ThreadSanitizer: data race /home/me/exercises/02-fixed-pool/fixed_pool.hpp:142:5 in alloclab::FixedPool::grow()
+"""
+
+
 class SummarizeTest(unittest.TestCase):
+    def test_a_race_names_both_sides_in_the_learners_code(self):
+        """The report's first access is often the correct, locked one; the mistake is the other."""
+        f = sanitizers.summarize(TSAN_TWO_SIDES, "exercises/02-fixed-pool/fixed_pool.hpp")
+        self.assertEqual(f.function, "alloclab::FixedPool::grow")
+        self.assertTrue(f.other.startswith("read at ") and f.other.endswith(
+            "exercises/02-fixed-pool/fixed_pool.hpp:170 in alloclab::SharedFixedPool::owns"), f.other)
+        self.assertIn("racing with a read", f.line())
+        same = sanitizers.summarize(TSAN, "exercises/02-fixed-pool/fixed_pool.hpp")
+        self.assertEqual(same.other, "", "one place racing with itself needs no second name")
+
     def test_a_failed_runtime_check_is_a_finding_in_the_learners_code(self):
         """Without it the test reads "ended the whole test program", which says nothing."""
         f = sanitizers.summarize(CHECK, "exercises/01-arena/arena.hpp")

@@ -95,6 +95,9 @@ TEST(ArenaBasics, TooLargeRequestThrowsBadAlloc) {
   Arena arena(4096);
   EXPECT_THROW((void)arena.allocate(4097, 1), std::bad_alloc)
       << "allocate(4097) on a 4096-byte arena must throw std::bad_alloc: the arena never grows.";
+  ASSERT_EQ(arena.used(), 0u) << "allocate(4097) threw, yet used() is " << arena.used()
+                              << ": a request that throws must leave the cursor where it was, so check "
+                                 "that it fits before moving the cursor.";
   ASSERT_NE(arena.allocate(4000, 1), nullptr);
   EXPECT_THROW((void)arena.allocate(97, 1), std::bad_alloc)
       << "With 96 bytes left, allocate(97) must throw std::bad_alloc.";

@@ -62,7 +62,7 @@ TEST(ArenaReuse, PeakIsTheHighWaterMark) {
   ASSERT_NE(arena.allocate(1000, 1), nullptr);
   EXPECT_EQ(arena.peak(), 1164u) << "peak() must be the largest used() seen so far.";
   arena.rewind(m);
-  EXPECT_EQ(arena.used(), 164u);
+  EXPECT_EQ(arena.used(), 164u) << "rewind(m) must bring used() back to the marker's offset, 164.";
   EXPECT_EQ(arena.peak(), 1164u) << "rewind() must not lower peak(): peak() is the high-water mark, the "
                                     "number an engine reads to size the arena for the worst step, not used().";
   ASSERT_NE(arena.allocate(10, 1), nullptr);

@@ -86,8 +86,15 @@ TEST(PoolFreeList, ReusesTheMostRecentlyFreedBlock) {
          "returns. It is the block most likely still in the CPU cache.";
   pool.deallocate(a);
   pool.deallocate(c);
-  EXPECT_EQ(pool.allocate(), c) << "After deallocate(a) then deallocate(c), allocate() must return c (last in, first out).";
-  EXPECT_EQ(pool.allocate(), a) << "...and then a: a list used as a queue (first in, first out) returns a first.";
+  EXPECT_EQ(pool.allocate(), c) << "After deallocate(a) then deallocate(c), allocate() must return c (last in, "
+                                   "first out); a list used as a queue (first in, first out) returns a first.";
+  void* last = pool.allocate();
+  EXPECT_EQ(last, a) << "After deallocate(a), deallocate(c) and one allocate(), a is the only freed block left, so "
+                        "the next allocate() must return it. "
+                     << (last == a || last == c ? ""
+                                                : "It returned a block that was never freed: the link from c to a "
+                                                  "was lost. deallocate() must store the old head inside the freed "
+                                                  "block before the block becomes the head.");
 }
 
 TEST(PoolFreeList, ReuseOrderIsLastInFirstOut) {
