@@ -26,6 +26,7 @@ namespace stage4_asan {
 using alloclab::Arena;
 using alloclab::test::address;
 using alloclab::test::first_poisoned;
+using alloclab::test::heap_bytes_in_use;
 using alloclab::test::is_poisoned;
 using alloclab::test::shadow_bytes;
 
@@ -37,15 +38,6 @@ std::size_t first_live_byte(const void* p, std::size_t n) {
     if (!is_poisoned(bytes + i)) return i;
   }
   return n;
-}
-
-// Bytes the heap currently holds for the program (AddressSanitizer's own count).
-std::size_t heap_bytes_in_use() {
-#ifdef ALLOCLAB_TEST_ASAN
-  return __sanitizer_get_current_allocated_bytes();
-#else
-  return 0;
-#endif
 }
 
 // A read the compiler may not remove: ASan checks it like any other.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "alloclab_test.hpp"
+#include "failing_new.hpp"
 #include "pool_test_support.hpp"
 
 #ifdef ALLOCLAB_TEST_ASAN
@@ -23,6 +24,10 @@ namespace stage2_chunks {
 
 using alloclab::FixedPool;
 using alloclab::test::address;
+using alloclab::test::call_with_failing_new;
+using alloclab::test::failing_new_works;
+using alloclab::test::for_each_failing_allocation;
+using alloclab::test::news_in_use;
 using namespace alloclab::test::pool;
 
 const void* at(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
@@ -163,6 +168,52 @@ TEST(PoolChunks, FailedAllocateChangesNothing) {
   }
   for (void* p : blocks) pool.deallocate(p);
   EXPECT_EQ(pool.free_blocks(), 8u) << "After the failed calls, giving back all eight blocks must leave eight free.";
+}
+
+// A growth allocates the chunk and, at some chunk counts, room in the pool's own bookkeeping.
+// Each of those allocations is refused once, in turn, at every chunk count up to 17: when
+// allocate() throws, the pool must be as it was, and no chunk may be lost on the way out.
+TEST(PoolChunks, AGrowthThatFailsChangesNothing) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  for (std::size_t chunks = 1; chunks <= 17 && !HasFailure(); ++chunks) {
+    for_each_failing_allocation([&](long n) {
+      FixedPool pool(64, 1);
+      std::vector<void*> held;
+      held.reserve(chunks + 1);  // before the count: the test's own vector never allocates below
+      for (std::size_t i = 0; i < chunks; ++i) held.push_back(pool.allocate());
+      const long in_use = news_in_use();
+      void* got = nullptr;
+      const auto outcome = call_with_failing_new(n, [&] { got = pool.allocate(); });
+      const long leaked = news_in_use() - in_use;
+      if (got != nullptr) held.push_back(got);
+      const std::size_t chunk_count = pool.chunk_count(), free_blocks = pool.free_blocks();
+      for (void* p : held) pool.deallocate(p);
+      if (!outcome.fired) return false;
+      if (!outcome.threw) {
+        if (got == nullptr) {
+          ADD_FAILURE() << "allocate() on a full pool of " << chunks << " chunk(s) returned nullptr when heap "
+                        << "allocation " << n << " inside it failed: it must throw std::bad_alloc.";
+        }
+        return !HasFailure();
+      }
+      if (chunk_count != chunks || free_blocks != 0) {
+        ADD_FAILURE() << "allocate() on a full pool of " << chunks << " chunk(s) threw std::bad_alloc when heap "
+                      << "allocation " << n << " inside it failed, yet chunk_count() went from " << chunks << " to "
+                      << chunk_count << " and free_blocks() from 0 to " << free_blocks << ": a growth that fails "
+                      << "must change nothing. Make room in the bookkeeping before you take the chunk.";
+        return false;
+      }
+      if (leaked != 0) {
+        ADD_FAILURE() << "allocate() on a full pool of " << chunks << " chunk(s) threw std::bad_alloc when heap "
+                      << "allocation " << n << " inside it failed, and " << leaked << " block(s) taken from the "
+                      << "heap during the call were never given back: the new chunk is lost. Reserve room in the "
+                      << "bookkeeping (every vector you push to) before you take the chunk, so that nothing can "
+                      << "throw once you hold it.";
+        return false;
+      }
+      return true;
+    });
+  }
 }
 
 TEST(PoolChunks, MaxChunksOfOneNeverGrows) {

@@ -15,6 +15,7 @@ namespace stage3_objects {
 
 using alloclab::ObjectPool;
 using alloclab::test::address;
+using alloclab::test::heap_bytes_in_use;
 using namespace alloclab::test::pool;
 
 // Counts constructions and destructions; each test starts from zero.
@@ -215,6 +216,34 @@ TEST(PoolObjects, ManyObjectsAcrossChunks) {
   for (Tracked* t : objects) pool.destroy(t);
   EXPECT_EQ(Tracked::destroyed, 100) << "Destroying 100 objects must run 100 destructors.";
   EXPECT_EQ(pool.live(), 0u) << "Every object was destroyed: live() must be 0.";
+}
+
+// The default chunk is 1024 objects, as the signature says: the first chunk exists from the
+// constructor on, so the first 1024 objects take nothing more from the heap, and the 1025th
+// takes a chunk.
+TEST(PoolObjects, DefaultChunkHolds1024Objects) {
+#ifndef ALLOCLAB_TEST_HEAP_BYTES
+  GTEST_SKIP() << "needs a sanitizer's count of heap bytes";
+#endif
+  struct Small {
+    int value;
+  };
+  ObjectPool<Small> pool;
+  std::vector<Small*> objects;
+  objects.reserve(1025);  // the test's own vector does not allocate below
+  const std::size_t at_start = heap_bytes_in_use();
+  for (int i = 0; i < 1024; ++i) objects.push_back(pool.create(Small{i}));
+  const std::size_t after_1024 = heap_bytes_in_use();
+  objects.push_back(pool.create(Small{1024}));
+  const std::size_t after_1025 = heap_bytes_in_use();
+  for (Small* p : objects) pool.destroy(p);
+  EXPECT_EQ(after_1024, at_start) << "ObjectPool<T>() makes chunks of 1024 objects, and its first chunk exists from "
+                                     "the constructor on, so 1024 create() calls must take nothing more from the "
+                                     "heap; they took "
+                                  << after_1024 - at_start << " bytes. Is the default objects_per_chunk 1024?";
+  EXPECT_GT(after_1025, after_1024) << "The 1025th object cannot fit in a first chunk of 1024, so its create() must "
+                                       "add a chunk; it took nothing from the heap. Is the default "
+                                       "objects_per_chunk 1024?";
 }
 
 }  // namespace stage3_objects

@@ -26,6 +26,10 @@
 #ifdef ALLOCLAB_TEST_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
+#if defined(ALLOCLAB_TEST_ASAN) || defined(ALLOCLAB_TEST_TSAN)
+#include <sanitizer/allocator_interface.h>
+#define ALLOCLAB_TEST_HEAP_BYTES 1
+#endif
 
 #include <cstdlib>
 #include <string>
@@ -59,6 +63,17 @@ inline const void* first_poisoned([[maybe_unused]] const void* p, [[maybe_unused
 }
 
 inline std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+/// Bytes the heap holds for the program right now, malloc and operator new alike, as the
+/// sanitizer's allocator counts them; 0 in a build without one (ALLOCLAB_TEST_HEAP_BYTES
+/// says whether the count is real).
+inline std::size_t heap_bytes_in_use() {
+#ifdef ALLOCLAB_TEST_HEAP_BYTES
+  return __sanitizer_get_current_allocated_bytes();
+#else
+  return 0;
+#endif
+}
 
 /// AddressSanitizer's shadow bytes of the granules that [p, p + n) touches, one per 8 bytes,
 /// in hex ("fa fa f7"; empty without AddressSanitizer). Unlike is_poisoned(), they tell apart the heap's own

@@ -1,6 +1,12 @@
 // The replaced global operator new and delete that failing_new.hpp controls. Compile this
 // file into one translation unit of a test binary, no more (see failing_new.hpp).
+//
+// Not under ThreadSanitizer: its runtime defines operator new and delete itself, and the link
+// refuses a second definition. There the controls do nothing, failing_new_works() is false,
+// and the stages that need a failing heap are not run under ThreadSanitizer.
 #include "failing_new.hpp"
+
+#include "alloclab_test.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -13,6 +19,7 @@ namespace failing_new {
 
 std::atomic<long> countdown{0};  // calls left until the armed failure; 0: disarmed
 std::atomic<bool> fired{false};
+std::atomic<long> in_use{0};  // blocks returned and not yet freed
 
 // Counts the call; true when this is the one armed to fail.
 bool must_fail() noexcept {
@@ -30,9 +37,22 @@ bool must_fail() noexcept {
 void* allocate(std::size_t n, std::size_t align) noexcept {
   if (must_fail()) return nullptr;
   if (n == 0) n = 1;  // every call returns a distinct pointer
-  if (align <= alignof(std::max_align_t)) return std::malloc(n);
   void* p = nullptr;
-  return posix_memalign(&p, align, n) == 0 ? p : nullptr;
+  if (align <= alignof(std::max_align_t)) {
+    p = std::malloc(n);
+  } else if (posix_memalign(&p, align, n) != 0) {
+    p = nullptr;
+  }
+  if (p != nullptr) {
+    in_use.fetch_add(1, std::memory_order_relaxed);
+  }
+  return p;
+}
+
+void release(void* p) noexcept {
+  if (p == nullptr) return;
+  in_use.fetch_sub(1, std::memory_order_relaxed);
+  std::free(p);
 }
 
 void* allocate_or_throw(std::size_t n, std::size_t align) {
@@ -52,8 +72,11 @@ void fail_nth_new(long n) noexcept {
 
 bool failed_new() noexcept { return failing_new::fired.load(std::memory_order_relaxed); }
 
+long news_in_use() noexcept { return failing_new::in_use.load(std::memory_order_relaxed); }
+
 }  // namespace alloclab::test
 
+#ifndef ALLOCLAB_TEST_TSAN
 // Every replaceable form, so that none of the runtime's own is linked beside these.
 void* operator new(std::size_t n) { return failing_new::allocate_or_throw(n, 0); }
 void* operator new[](std::size_t n) { return failing_new::allocate_or_throw(n, 0); }
@@ -68,15 +91,16 @@ void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) n
   return failing_new::allocate(n, static_cast<std::size_t>(a));
 }
 
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p) noexcept { failing_new::release(p); }
+void operator delete[](void* p) noexcept { failing_new::release(p); }
+void operator delete(void* p, std::size_t) noexcept { failing_new::release(p); }
+void operator delete[](void* p, std::size_t) noexcept { failing_new::release(p); }
+void operator delete(void* p, std::align_val_t) noexcept { failing_new::release(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { failing_new::release(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { failing_new::release(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { failing_new::release(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { failing_new::release(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { failing_new::release(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { failing_new::release(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { failing_new::release(p); }
+#endif  // ALLOCLAB_TEST_TSAN

@@ -21,6 +21,10 @@ void fail_nth_new(long n) noexcept;
 /// True once the armed failure has been thrown.
 bool failed_new() noexcept;
 
+/// Blocks from the global operator new not yet given back to operator delete: a member that
+/// fails with the strong guarantee leaves it as it was.
+long news_in_use() noexcept;
+
 /// Arms `fail_nth_new(n)` for the lifetime of the scope and disarms at its end, whatever
 /// the code inside does. Take every snapshot to compare with before the scope and check
 /// after it: the comparison allocates too.
