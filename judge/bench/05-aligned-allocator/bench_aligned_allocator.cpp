@@ -10,9 +10,11 @@
 //                                        of reach of the adjacent-line prefetcher as well
 //   false_sharing/std_vector_adjacent    std::vector<Counter>: both counters in one cache line
 //
-// The adjacent counters share one line, which the two cores take from each other on every
-// store. With fewer free cores than threads the two threads take turns instead of running
-// together, and the line stops moving: the ratio then shrinks towards 1.
+// false_sharing_atomic: the same three layouts, each increment a relaxed fetch_add.
+//
+// The adjacent counters share one line, which the two cores take from each other. With fewer
+// free cores than threads the two threads take turns instead of running together, and the
+// line stops moving: the ratio then shrinks towards 1.
 //
 // pmr_vector and pmr_unordered_map: one step's container, built and destroyed, over
 //
@@ -53,21 +55,36 @@ struct alignas(128) Line128 {
   std::atomic<std::uint64_t> value{0};
 };
 
-// Relaxed load and store, not fetch_add: no locked instruction, so what is measured is where
-// the line lives, not the cost of an atomic read-modify-write.
+// A per-thread statistic: a relaxed load and store, no locked instruction. The stores wait in
+// the core's store buffer and its loads are served from there, so a core that gets the line
+// back commits a whole run of stores at once: the line moves, but not once per increment.
 template <class Slot>
 void count(Slot& slot) {
   for (std::uint64_t i = 0; i < kIncrements; ++i)
     slot.value.store(slot.value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-template <class Vector>
+// A per-thread atomic counter (a reference count, a ticket, a queue index): every fetch_add
+// must own the line when it executes, so a shared line moves once per increment.
+template <class Slot>
+void count_atomically(Slot& slot) {
+  for (std::uint64_t i = 0; i < kIncrements; ++i) slot.value.fetch_add(1, std::memory_order_relaxed);
+}
+
+template <class Vector, bool kAtomic>
 void two_threads(benchmark::State& state) {
+  const auto work = [](auto& slot) {
+    if constexpr (kAtomic) {
+      count_atomically(slot);
+    } else {
+      count(slot);
+    }
+  };
   try {
     Vector counters(2);
     for (auto _ : state) {
-      std::thread other([&] { count(counters[1]); });
-      count(counters[0]);
+      std::thread other([&] { work(counters[1]); });
+      work(counters[0]);
       other.join();
     }
     const auto gap = reinterpret_cast<std::uintptr_t>(&counters[1]) - reinterpret_cast<std::uintptr_t>(&counters[0]);
@@ -78,9 +95,12 @@ void two_threads(benchmark::State& state) {
   }
 }
 
-void BM_Aligned64(benchmark::State& state) { two_threads<alloclab::aligned_vector<Line64, 64>>(state); }
-void BM_Aligned128(benchmark::State& state) { two_threads<alloclab::aligned_vector<Line128, 128>>(state); }
-void BM_Adjacent(benchmark::State& state) { two_threads<std::vector<Counter>>(state); }
+template <bool kAtomic>
+void BM_Aligned64(benchmark::State& state) { two_threads<alloclab::aligned_vector<Line64, 64>, kAtomic>(state); }
+template <bool kAtomic>
+void BM_Aligned128(benchmark::State& state) { two_threads<alloclab::aligned_vector<Line128, 128>, kAtomic>(state); }
+template <bool kAtomic>
+void BM_Adjacent(benchmark::State& state) { two_threads<std::vector<Counter>, kAtomic>(state); }
 
 // ---- one step's container over a memory resource ---------------------------------------
 
@@ -142,9 +162,13 @@ void heap(benchmark::State& state, Build build) {
 
 }  // namespace
 
-BENCHMARK(BM_Aligned64)->Name("false_sharing/alloclab_aligned_64")->UseRealTime();
-BENCHMARK(BM_Aligned128)->Name("false_sharing/alloclab_aligned_128")->UseRealTime();
-BENCHMARK(BM_Adjacent)->Name("false_sharing/std_vector_adjacent")->UseRealTime();
+BENCHMARK(BM_Aligned64<false>)->Name("false_sharing/alloclab_aligned_64")->UseRealTime();
+BENCHMARK(BM_Aligned128<false>)->Name("false_sharing/alloclab_aligned_128")->UseRealTime();
+BENCHMARK(BM_Adjacent<false>)->Name("false_sharing/std_vector_adjacent")->UseRealTime();
+
+BENCHMARK(BM_Aligned64<true>)->Name("false_sharing_atomic/alloclab_aligned_64")->UseRealTime();
+BENCHMARK(BM_Aligned128<true>)->Name("false_sharing_atomic/alloclab_aligned_128")->UseRealTime();
+BENCHMARK(BM_Adjacent<true>)->Name("false_sharing_atomic/std_vector_adjacent")->UseRealTime();
 
 BENCHMARK_CAPTURE(arena, vector, build_vector)->Name("pmr_vector/alloclab_arena");
 BENCHMARK_CAPTURE(monotonic, vector, build_vector)->Name("pmr_vector/monotonic");
