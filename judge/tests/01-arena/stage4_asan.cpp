@@ -13,14 +13,6 @@
 
 #include "alloclab_test.hpp"
 
-#ifdef ALLOCLAB_TEST_ASAN
-#if __has_include(<sanitizer/allocator_interface.h>)
-#include <sanitizer/allocator_interface.h>
-#else
-extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
-#endif
-#endif
-
 namespace stage4_asan {
 
 using alloclab::Arena;

@@ -27,7 +27,11 @@
 #include <sanitizer/asan_interface.h>
 #endif
 #if defined(ALLOCLAB_TEST_ASAN) || defined(ALLOCLAB_TEST_TSAN)
+#if __has_include(<sanitizer/allocator_interface.h>)
 #include <sanitizer/allocator_interface.h>
+#else  // g++ ships no such header, but its runtimes have the function
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
+#endif
 #define ALLOCLAB_TEST_HEAP_BYTES 1
 #endif
 
