@@ -33,6 +33,7 @@ class Finding:
     raw: str
     limit: str = ""  # the judge's limit this report is about, such as "limit: memory_mb = 4096"
     other: str = ""  # a data race's other side: "read at file:line in function"
+    advice: str = ""  # what the report means for the learner, when its lines alone do not say
 
     def line(self) -> str:
         parts = [f"{self.tool}: {self.kind}" + (f" ({self.limit})" if self.limit else "")]
@@ -44,6 +45,8 @@ class Finding:
             parts.append(f"in {self.function}")
         if self.other:
             parts.append(f"racing with a {self.other}")
+        if self.advice:
+            parts.append(self.advice)
         return " · ".join(parts)
 
 
@@ -79,6 +82,12 @@ _CHECK_RE = re.compile(r"^(?:==\d+==)?(AddressSanitizer|ThreadSanitizer|Undefine
 CHECK_FAILED = ("its own check failed: the code under test passed it an impossible region or size "
                 "(such as a length that wrapped around below zero)")
 
+# A race between two accesses of the tests' own code: what should have ordered them is the
+# code under test (a release store its acquire load never saw).
+UNORDERED_RACE = ("neither access is in your file: they are the test's own use of memory your code hands from "
+                  "one thread to the other, and what orders them is your atomics (a release store that the "
+                  "other thread's acquire load reads)")
+
 _RUNTIME_FRAMES = ("/compiler-rt/", "libsanitizer", "/usr/include/", "/gtest/", "googletest")
 
 
@@ -113,8 +122,11 @@ def summarize(stderr: str, focus: str | None = None) -> Finding | None:
     if m := _TSAN_RE.search(stderr):
         rest = stderr[m.start():]
         frame = _frame(rest, focus)
-        return Finding("ThreadSanitizer", m.group(1).strip(), "", where(*frame[1:]) if frame else "",
-                       frame[0] if frame else "", _report(stderr, m.start()), other=_other_side(rest, focus, frame))
+        finding = Finding("ThreadSanitizer", m.group(1).strip(), "", where(*frame[1:]) if frame else "",
+                          frame[0] if frame else "", _report(stderr, m.start()), other=_other_side(rest, focus, frame))
+        if focus and finding.kind == "data race" and focus not in finding.location and focus not in finding.other:
+            finding.advice = UNORDERED_RACE
+        return finding
     return None
 
 

@@ -69,6 +69,14 @@ class SummarizeTest(unittest.TestCase):
         self.assertIn("racing with a read", f.line())
         same = sanitizers.summarize(TSAN, "exercises/02-fixed-pool/fixed_pool.hpp")
         self.assertEqual(same.other, "", "one place racing with itself needs no second name")
+        self.assertEqual(f.advice, "", "a race in the learner's file speaks for itself")
+
+    def test_a_race_outside_the_learners_file_says_what_orders_it(self):
+        """A missing acquire or release shows up as a race between the tests' own reads and
+        writes of the blocks; the report must still point at the learner's atomics."""
+        f = sanitizers.summarize(TSAN_TWO_SIDES, "exercises/06-ring-allocator/ring_allocator.hpp")
+        self.assertEqual(f.advice, sanitizers.UNORDERED_RACE)
+        self.assertIn("your atomics", f.line())
 
     def test_a_failed_runtime_check_is_a_finding_in_the_learners_code(self):
         """Without it the test reads "ended the whole test program", which says nothing."""

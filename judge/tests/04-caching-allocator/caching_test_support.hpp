@@ -19,7 +19,7 @@ using Allocator = alloclab::CachingAllocator<TestDevice>;
 
 /// "small 2097152 @+0: [512 A][2096640 f]" per segment, for failure messages.
 inline std::string show(const std::vector<alloclab::SegmentInfo>& segments) {
-  if (segments.empty()) return "no segment";
+  if (segments.empty()) return "\n  no segment at all";
   std::string s;
   for (const auto& seg : segments) {
     s += std::string(seg.small_pool ? "\n  small" : "\n  large") + " segment of " + std::to_string(seg.size) + ":";

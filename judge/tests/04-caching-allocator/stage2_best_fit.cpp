@@ -62,7 +62,9 @@ TEST(CachingBestFit, ASmallRemainderOf512IsKept) {
          "only the rounded size counts as allocated: " << show(alloc.stats());
   void* c = alloc.allocate(1);
   ASSERT_NE(c, nullptr) << "allocate(1) returned nullptr.";
-  EXPECT_EQ(c, at(a, 2 * MiB - 512)) << "The last 512 bytes of the segment must serve allocate(1).";
+  EXPECT_EQ(c, at(a, 2 * MiB - 512))
+      << "allocate(1) rounds up to 512 bytes, and the 512 bytes left at the end of the segment fit it exactly: "
+         "best fit must take that block (an exact fit is the best fit there is):" << show(alloc.snapshot());
   EXPECT_EQ(device.mallocs(), 1u) << "All three requests fit in one segment.";
 }
 

@@ -77,7 +77,7 @@ TEST(CachingOomAndSnapshot, TheMessageSaysWhatWasAskedAllocatedAndReserved) {
         << "The exception must be an alloclab::OutOfMemoryError (a std::bad_alloc).";
     const std::string what = e.what();
     for (const std::string& number : {std::to_string(requested), std::string("300032"), std::string("2097152")})
-      EXPECT_NE(what.find(number), std::string::npos)
+      EXPECT_TRUE(what.find(number) != std::string::npos)
           << "what() must give the requested bytes (" << requested << "), the allocated bytes (300032) and the "
           << "reserved bytes (2097152), in decimal; it says: \"" << what << "\". Those three numbers are how "
           << "anyone tells a real shortage from fragmentation.";
@@ -122,7 +122,8 @@ TEST(CachingOomAndSnapshot, RequestsTooLargeToRoundThrowWithoutADeviceCall) {
     const std::size_t calls = device.malloc_calls();
     try {
       (void)alloc.allocate(n);
-      ADD_FAILURE() << "allocate(" << n << ") must throw OutOfMemoryError: rounding it overflows.";
+      ADD_FAILURE() << "allocate(" << n << ") must throw OutOfMemoryError: rounding it up to 512 bytes, or its "
+                    << "segment's size up to 2 MiB, overflows a std::size_t. Check both before you round.";
     } catch (const OutOfMemoryError& e) {
       EXPECT_NE(std::string(e.what()).find(std::to_string(n)), std::string::npos)
           << "what() must give the requested " << n << " bytes: \"" << e.what() << "\"";

@@ -17,6 +17,7 @@ namespace stage3_arena_pmr {
 using alloclab::ArenaResource;
 using alloclab::test::address;
 using alloclab::test::HeapLog;
+using alloclab::test::aligned::allocate_unchecked;
 using alloclab::test::aligned::inside;
 using alloclab::test::aligned::TrackingResource;
 
@@ -45,7 +46,7 @@ TEST(ArenaPmr, AlignsTheAddressNotTheOffset) {
   ArenaResource arena(buffer, sizeof storage - 1, &upstream);
   void* a = arena.allocate(1, 1);
   EXPECT_EQ(a, buffer) << "allocate(1, 1) needs no padding: it must return the start of the buffer.";
-  void* p = arena.allocate(8, 64);
+  void* p = allocate_unchecked(arena, 8, 64);
   EXPECT_EQ(address(p) % 64, 0u)
       << "allocate(8, 64) returned " << p << ", not a multiple of 64. The buffer starts at " << buffer
       << ", one byte past a cache line: align the ADDRESS (start + used), not the offset from the start.";
@@ -53,7 +54,7 @@ TEST(ArenaPmr, AlignsTheAddressNotTheOffset) {
   EXPECT_EQ(arena.used(), 71u) << "used() must count the padding: 1 byte, 62 bytes of padding, 8 bytes = 71. "
                                   "It says how much of the buffer is gone.";
   for (std::size_t align : {2u, 4u, 8u, 16u, 32u, 128u, 256u}) {
-    void* q = arena.allocate(3, align);
+    void* q = allocate_unchecked(arena, 3, align);
     EXPECT_EQ(address(q) % align, 0u) << "allocate(3, " << align << ") returned " << q << ", not aligned.";
     EXPECT_TRUE(inside(q, 3, buffer, sizeof storage - 1)) << "allocate(3, " << align << ") must come from the buffer.";
   }
@@ -143,7 +144,7 @@ TEST(ArenaPmr, RefusesBadArguments) {
   ArenaResource arena(buffer, sizeof buffer, &upstream);
   (void)arena.allocate(5, 1);
   volatile std::size_t forty_eight = 48;  // a constant would be refused by the compiler already
-  EXPECT_THROW((void)arena.allocate(8, forty_eight), std::invalid_argument)
+  EXPECT_THROW((void)allocate_unchecked(arena, 8, forty_eight), std::invalid_argument)
       << "allocate(8, 48) must throw std::invalid_argument: 48 is not a power of two.";
   EXPECT_EQ(arena.used(), 5u) << "a refused request must change nothing";
 }

@@ -45,7 +45,8 @@ TEST(RingLaps, ReclaimStopsAtItsCheckpoint) {
   fill(second, 1000, 2);
   const std::uint64_t step2 = ring.checkpoint();
   ring.reclaim(step1);
-  EXPECT_EQ(ring.in_use(), step2 - step1)
+  // ASSERT: a ring that reclaimed too much has poisoned the second step, which the test reads below.
+  ASSERT_EQ(ring.in_use(), step2 - step1)
       << "reclaim(" << step1 << ") must give back the bytes before position " << step1 << " and nothing more: "
       << "the second step (up to " << step2 << ") is still in use, so in_use() must be " << step2 - step1
       << ". Reclaiming up to the head instead, as a consumer that reclaims checkpoint() read at reclaim time "
@@ -120,6 +121,8 @@ TEST(RingLaps, NeverOverwritesALiveStepAfterAWrap) {
   ASSERT_NE(live, nullptr) << "allocate(1000, 1) returned nullptr.";
   fill(live, 1000, 5);
   ring.reclaim(step1);
+  ASSERT_EQ(ring.in_use(), 1000u) << "reclaim(" << step1 << ") must give back the first step and nothing more: the "
+                                     "second step, at offsets [3000, 4000), is still in use.";
   auto* wrapped = static_cast<unsigned char*>(ring.allocate(2000, 1));  // skips [4000, 4096), goes to [0, 2000)
   ASSERT_NE(wrapped, nullptr) << "allocate(2000, 1) must succeed at offset 0: the first step was reclaimed.";
   // The bytes in use now wrap: [3000, 4096) and [0, 2000). The next block would go to
@@ -155,7 +158,9 @@ TEST(RingLaps, ReclaimIgnoresStaleAndFutureCheckpoints) {
   RingBumpAllocator ring(4096);
   ring.reclaim(0);
   ring.reclaim(10);
-  EXPECT_EQ(ring.in_use(), 0u) << "reclaim() on a new ring changes nothing.";
+  EXPECT_EQ(ring.in_use(), 0u) << "reclaim(0) and then reclaim(10) on a new ring, whose head is at 0, must change "
+                                  "nothing: 10 is after the head, nothing there was handed out, and a tail ahead of "
+                                  "the head makes in_use() wrap around.";
   ASSERT_NE(ring.allocate(100, 1), nullptr) << "allocate(100, 1) returned nullptr.";
   const std::uint64_t step1 = ring.checkpoint();
   ASSERT_NE(ring.allocate(200, 1), nullptr) << "allocate(200, 1) returned nullptr.";
