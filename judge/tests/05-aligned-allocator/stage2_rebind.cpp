@@ -186,4 +186,28 @@ TEST(AlignedRebind, OverflowingSizeThrowsBadArrayNewLength) {
   if (p != nullptr) alloc.deallocate(p, n);
 }
 
+// The largest n whose n * sizeof(T) still fits is no bad length: it goes to the heap, which
+// refuses it with std::bad_alloc.
+TEST(AlignedRebind, TheLargestSizeThatFitsGoesToTheHeap) {
+  AlignedAllocator<Triple, 64> alloc;
+  const std::size_t n = std::numeric_limits<std::size_t>::max() / sizeof(Triple);
+  bool bad_length = false;
+  bool bad_alloc = false;
+  Triple* p = nullptr;
+  try {
+    p = alloc.allocate(n);
+  } catch (const std::bad_array_new_length&) {
+    bad_length = true;
+  } catch (const std::bad_alloc&) {
+    bad_alloc = true;
+  }
+  EXPECT_FALSE(bad_length) << "allocate(" << n << ") of 24-byte objects needs " << n * sizeof(Triple)
+                           << " bytes, which fits in a std::size_t: that is no bad length, so it must not throw "
+                              "std::bad_array_new_length. Refuse only n > SIZE_MAX / sizeof(T), and ask the heap "
+                              "for the rest.";
+  EXPECT_TRUE(bad_length || bad_alloc) << "no heap holds " << n * sizeof(Triple) << " bytes: allocate(" << n
+                                       << ") must end in std::bad_alloc from the heap.";
+  if (p != nullptr) alloc.deallocate(p, n);
+}
+
 }  // namespace stage2_rebind

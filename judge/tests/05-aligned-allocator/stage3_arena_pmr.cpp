@@ -7,6 +7,7 @@
 #include <memory_resource>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -130,6 +131,14 @@ TEST(ArenaPmr, ZeroBytesStillGetAnAlignedAddress) {
   void* p = arena.allocate(0, 32);
   EXPECT_EQ(address(p) % 32, 0u) << "allocate(0, 32) must still return a 32-aligned address";
   EXPECT_TRUE(inside(p, 0, buffer, sizeof buffer)) << "allocate(0, 32) must come from the buffer";
+}
+
+TEST(ArenaPmr, IsNotCopyable) {
+  EXPECT_FALSE(std::is_copy_constructible_v<ArenaResource>)
+      << "ArenaResource must not be copyable: two copies would hand out the same buffer, and both would give "
+         "the same upstream blocks back. std::pmr::memory_resource itself is copyable, so delete the copy "
+         "constructor.";
+  EXPECT_FALSE(std::is_copy_assignable_v<ArenaResource>) << "ArenaResource must not be copy-assignable either.";
 }
 
 TEST(ArenaPmr, RefusesBadArguments) {

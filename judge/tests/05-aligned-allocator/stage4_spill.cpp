@@ -185,6 +185,41 @@ TEST(ArenaSpill, ExactFitUsesTheBuffer) {
   EXPECT_EQ(upstream.outstanding_blocks(), 0u) << "an exact fit must not go upstream";
 }
 
+// The padding is part of what a block takes: 1 byte used, then 64-aligned blocks need 63 bytes
+// of padding from the 127 left, so 64 bytes fit exactly and 65 do not.
+TEST(ArenaSpill, PaddingCountsAgainstWhatIsLeft) {
+  alignas(64) std::byte buffer[128];
+  TrackingResource upstream;
+  ArenaResource arena(buffer, sizeof buffer, &upstream);
+  (void)must_allocate(arena, 1, 1);
+  void* too_big = must_allocate(arena, 65, 64);
+  EXPECT_FALSE(alloclab::test::aligned::inside(too_big, 65, buffer, sizeof buffer))
+      << "allocate(65, 64) after 1 byte needs 63 bytes of padding and 65 bytes, 128 in all, but only 127 are left: "
+         "it must go upstream. It was placed in the buffer at " << too_big << " (the buffer is " << buffer
+      << " to " << buffer + sizeof buffer << "), running past its end. Compare bytes with left - padding.";
+  EXPECT_EQ(arena.used(), 1u) << "a spill leaves the buffer as it was";
+  void* exact = must_allocate(arena, 64, 64);
+  EXPECT_EQ(exact, buffer + 64) << "allocate(64, 64) after 1 byte fits exactly: 63 bytes of padding and 64 bytes";
+}
+
+// release() gives every upstream block back, and forgets it: a second release(), or the
+// destructor after it, must not give any block back again.
+TEST(ArenaSpill, ASecondReleaseGivesNothingBackTwice) {
+  alignas(64) std::byte buffer[64];
+  TrackingResource upstream;
+  {
+    ArenaResource arena(buffer, sizeof buffer, &upstream);
+    (void)must_allocate(arena, 300, 8);
+    (void)must_allocate(arena, 3000, 128);
+    arena.release();
+    arena.release();
+  }
+  EXPECT_EQ(upstream.problems(), "")
+      << "release(), release() again and the destructor must give each upstream block back once: release() must "
+         "forget the blocks it gave back, or the next release() frees them a second time.";
+  EXPECT_EQ(upstream.outstanding_blocks(), 0u) << "every upstream block is back";
+}
+
 TEST(ArenaSpill, AThrowingRecordLeaksNothing) {
   alignas(64) std::byte buffer[64];
   TrackingResource upstream;
