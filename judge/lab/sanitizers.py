@@ -113,17 +113,16 @@ def summarize(stderr: str, focus: str | None = None) -> Finding | None:
             kind = re.split(r" on (?:unknown )?address| \(|:", kind)[0]
         access = _ACCESS_RE.search(rest) or _LEAK_RE.search(rest)
         frame = _frame(rest, focus)
-        return Finding(tool, kind.strip(), access.group(1) if access else "",
-                       where(*frame[1:]) if frame else "", frame[0] if frame else "", _report(stderr, m.start()))
+        return Finding(tool, kind.strip(), access.group(1) if access else "", *_place(frame),
+                       _report(stderr, m.start()))
     if m := _CHECK_RE.search(stderr):
         frame = _frame(stderr[m.start():], focus)
-        return Finding(m.group(1), CHECK_FAILED, "", where(*frame[1:]) if frame else "",
-                       frame[0] if frame else "", _report(stderr, m.start()))
+        return Finding(m.group(1), CHECK_FAILED, "", *_place(frame), _report(stderr, m.start()))
     if m := _TSAN_RE.search(stderr):
         rest = stderr[m.start():]
         frame = _frame(rest, focus)
-        finding = Finding("ThreadSanitizer", m.group(1).strip(), "", where(*frame[1:]) if frame else "",
-                          frame[0] if frame else "", _report(stderr, m.start()), other=_other_side(rest, focus, frame))
+        finding = Finding("ThreadSanitizer", m.group(1).strip(), "", *_place(frame), _report(stderr, m.start()),
+                          other=_other_side(rest, focus, frame))
         if focus and finding.kind == "data race" and focus not in finding.location and focus not in finding.other:
             finding.advice = UNORDERED_RACE
         return finding
@@ -144,7 +143,13 @@ def _other_side(report: str, focus: str | None, first: tuple[str, str, str] | No
     frame = _frame(block, focus)
     if not frame or (first and frame[1:] == first[1:]):
         return ""
-    return f"{m.group(1)} at {where(*frame[1:])} in {frame[0]}"
+    location, function = _place(frame)
+    return f"{m.group(1)} at {location} in {function}"
+
+
+def _place(frame: tuple[str, str, str] | None) -> tuple[str, str]:
+    """(location, function) of a frame as a finding names them; empty when there is none."""
+    return (where(*frame[1:]), frame[0]) if frame else ("", "")
 
 
 def _frame(report: str, focus: str | None) -> tuple[str, str, str] | None:
