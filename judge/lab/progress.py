@@ -79,10 +79,10 @@ def record(exercise: Exercise, passed: bool, failing_stage: int | None, path: Pa
 def record_verdict(exercise: Exercise, verdict, file_hash: str | None, path: Path = STATE) -> None:
     """Records a verify.Verdict on the learner's file; a run of fewer stages than the exercise
     has (`test N --stage K`) is recorded as the stage it judged."""
-    judged = sorted({s.number for c in verdict.configs for s in c.stages})
     only = None
-    if judged and judged != [s.number for s in exercise.stages]:
-        only = verdict.first_failing_stage() or judged[-1]
+    if not verdict.complete:
+        judged = [s.number for c in verdict.configs for s in c.stages]
+        only = verdict.first_failing_stage() or max(judged, default=None)
     record(exercise, verdict.passed, verdict.first_failing_stage(), path, only_stage=only,
            compiles=all(c.build.ok for c in verdict.configs), file_hash=file_hash)
 

@@ -107,7 +107,7 @@ def _repeats(stage: StageResult) -> dict[str, list[str]]:
 def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:
     again = f"`{command}`" if command else "the judge"
     judged = sorted({s.number for c in verdict.configs for s in c.stages})
-    unjudged = [s.number for s in exercise.stages if s.number not in judged]
+    unjudged = verdict.stages_not_judged
     not_judged = f"; {_stages(unjudged)} not judged" if unjudged else ""
     if verdict.passed:
         tests = len({t.name for c in verdict.configs for s in c.stages for t in s.tests})

@@ -144,6 +144,7 @@ class JunitOutput(unittest.TestCase):
 class ReportText(unittest.TestCase):
     def test_notes_show_without_failing_the_stage(self):
         verdict = passing_verdict()
+        verdict.stages_not_judged = [2]  # EXERCISE has two stages; the verdict judged one
         verdict.configs[0].stages[0].notes.append("the tests printed 1 bytes (limit: output_bytes = 65536)")
         text = report.render(verdict, EXERCISE)
         self.assertIn("limit: output_bytes", text)
