@@ -193,7 +193,7 @@ TEST(ArenaSpill, PaddingCountsAgainstWhatIsLeft) {
   ArenaResource arena(buffer, sizeof buffer, &upstream);
   (void)must_allocate(arena, 1, 1);
   void* too_big = must_allocate(arena, 65, 64);
-  EXPECT_FALSE(alloclab::test::aligned::inside(too_big, 65, buffer, sizeof buffer))
+  EXPECT_FALSE(inside(too_big, 65, buffer, sizeof buffer))
       << "allocate(65, 64) after 1 byte needs 63 bytes of padding and 65 bytes, 128 in all, but only 127 are left: "
          "it must go upstream. It was placed in the buffer at " << too_big << " (the buffer is " << buffer
       << " to " << buffer + sizeof buffer << "), running past its end. Compare bytes with left - padding.";
