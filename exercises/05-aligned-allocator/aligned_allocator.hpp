@@ -40,16 +40,24 @@ class AlignedAllocator {
  public:
   using value_type = T;
   using is_always_equal = std::true_type;
-  // Stage 2: a container rebinds this allocator to its node type; the rebound allocator keeps
-  // the same Align.
+  // As given, rebind names an allocator for U = T only, which is all std::vector asks for (it
+  // rebinds its allocator to its own element type), so that stage 1 compiles.
+  // Stage 2: a list, a map or allocate_shared allocates nodes and control blocks, not T, and
+  // asks for rebind<Node>::other. Declare rebind for every U (drop the requires clause): its
+  // `other` is the AlignedAllocator of U, with the Align that keeps every node on the same
+  // boundary as the elements.
   template <class U>
+    requires std::is_same_v<U, T>
   struct rebind {
-    using other = AlignedAllocator<U, Align>;
+    using other = AlignedAllocator;
   };
 
   AlignedAllocator() noexcept = default;
-  template <class U>
-  AlignedAllocator(const AlignedAllocator<U, Align>&) noexcept {}
+
+  // Stage 2: the converting constructor, noexcept, which a container calls to build the
+  // allocator of its nodes from yours:
+  //   template <class U> AlignedAllocator(const AlignedAllocator<U, Align>&) noexcept
+  // The allocator holds no state, so there is nothing to copy.
 
   /// Stage 1: room for `n` objects of type T, none constructed, at an address that is a
   /// multiple of Align: ask the global operator new for n * sizeof(T) bytes with the aligned

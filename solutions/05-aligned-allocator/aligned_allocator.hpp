@@ -91,7 +91,10 @@ using aligned_vector = std::vector<T, AlignedAllocator<T, Align>>;
 /// Policy: an allocation aligns the address of the cursor, not its offset (the caller's
 /// buffer may start anywhere), and moves the cursor past it. A request that does not fit in
 /// what is left goes to `upstream` and leaves the buffer as it was, so a later, smaller
-/// request may still be served from the buffer. Nothing is freed one by one:
+/// request may still be served from the buffer. A block from the buffer always starts inside
+/// it: a request of 0 bytes whose aligned address is the end of the buffer (or an arena with
+/// no buffer) goes upstream too, so that `allocate` never returns the null pointer or an
+/// address past the buffer. Nothing is freed one by one:
 /// `do_deallocate` does nothing, and `release()` gives every upstream block back, with the
 /// size and alignment it was taken with, and rewinds the buffer to its start. The resource
 /// is equal only to itself: memory from one arena cannot be freed by another.
@@ -146,9 +149,12 @@ class ArenaResource : public std::pmr::memory_resource {
     // Align the address: `-address mod alignment` needs no addition, so it cannot wrap.
     const auto here = reinterpret_cast<std::uintptr_t>(buffer_) + used_;
     const std::size_t padding = static_cast<std::size_t>(-here & (alignment - 1));
-    // Compare with what is left, never `used_ + padding + bytes`, which can wrap around.
+    // Compare with what is left, never `used_ + padding + bytes`, which can wrap around. A
+    // block from the buffer starts inside it (`padding < left`): the end of the buffer is no
+    // storage of the arena's, and with no buffer at all it is the null pointer, which
+    // allocate() must never return. So even a 0-byte request there goes upstream.
     const std::size_t left = size_ - used_;
-    if (padding > left || bytes > left - padding) [[unlikely]]
+    if (padding >= left || bytes > left - padding) [[unlikely]]
       return spill(bytes, alignment);
     std::byte* p = buffer_ + used_ + padding;
     used_ += padding + bytes;

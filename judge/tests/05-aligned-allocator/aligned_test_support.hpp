@@ -48,8 +48,13 @@ template <class A>
 /// alignment it was asked for, and every way it is given back wrongly (a pointer it never
 /// handed out, a block given back twice, a size or an alignment other than the one asked
 /// for). It takes its memory from malloc, not from operator new, so that a HeapLog sees only
-/// what the arena itself allocates; whatever is still held when it is destroyed is freed, so
-/// that a leak fails a test instead of the whole program.
+/// what the arena itself allocates.
+///
+/// A block given back keeps its memory until the resource is destroyed (poisoned under
+/// AddressSanitizer, so that a use after the give-back is still reported): no later block can
+/// get its address, and a second give-back of it is always seen as one, with or without the
+/// sanitizer's quarantine. Everything is freed when the resource is destroyed, so that a leak
+/// fails a test instead of the whole program.
 class TrackingResource : public std::pmr::memory_resource {
  public:
   static constexpr std::size_t kMaxBlocks = 64;
@@ -59,8 +64,12 @@ class TrackingResource : public std::pmr::memory_resource {
   TrackingResource(const TrackingResource&) = delete;
   TrackingResource& operator=(const TrackingResource&) = delete;
   ~TrackingResource() override {
-    for (Block& b : blocks_)
-      if (b.live) std::free(b.p);
+    for (std::size_t i = 0; i < count_; ++i) {
+#ifdef ALLOCLAB_TEST_ASAN
+      ASAN_UNPOISON_MEMORY_REGION(blocks_[i].p, blocks_[i].bytes);
+#endif
+      std::free(blocks_[i].p);
+    }
   }
 
   std::size_t outstanding_blocks() const {
@@ -99,22 +108,30 @@ class TrackingResource : public std::pmr::memory_resource {
   }
 
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    for (Block& b : blocks_) {
-      if (b.p != p || b.p == nullptr) continue;
-      if (!b.live) {
-        problems_ << "the upstream block at " << p << " was given back twice\n";
-        return;
-      }
-      if (b.bytes != bytes || b.alignment != alignment) {
-        problems_ << "the upstream block at " << p << " was taken as (" << b.bytes << " bytes, alignment "
-                  << b.alignment << ") but given back as (" << bytes << " bytes, alignment " << alignment << ")\n";
-      }
-      b.live = false;
-      std::free(p);
+    // The live block at p, if there is one; else a block at p that was given back already.
+    Block* found = nullptr;
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (blocks_[i].p != p) continue;
+      found = &blocks_[i];
+      if (found->live) break;
+    }
+    if (found == nullptr) {
+      problems_ << "deallocate(" << p << ", " << bytes << ", " << alignment
+                << ") names a block the upstream never handed out\n";
       return;
     }
-    problems_ << "deallocate(" << p << ", " << bytes << ", " << alignment
-              << ") names a block the upstream never handed out\n";
+    if (!found->live) {
+      problems_ << "the upstream block at " << p << " was given back twice\n";
+      return;
+    }
+    if (found->bytes != bytes || found->alignment != alignment) {
+      problems_ << "the upstream block at " << p << " was taken as (" << found->bytes << " bytes, alignment "
+                << found->alignment << ") but given back as (" << bytes << " bytes, alignment " << alignment << ")\n";
+    }
+    found->live = false;
+#ifdef ALLOCLAB_TEST_ASAN
+    ASAN_POISON_MEMORY_REGION(p, found->bytes);
+#endif
   }
 
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override { return this == &other; }

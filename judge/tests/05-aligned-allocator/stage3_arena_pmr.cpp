@@ -90,6 +90,65 @@ TEST(ArenaPmr, ContainersLiveInTheBufferWithoutTheHeap) {
   EXPECT_EQ(arena.upstream_bytes(), 0u) << "Nothing went upstream: the buffer had room.";
 }
 
+// A pmr container keeps its resource when it is moved: a container's move constructor
+// move-constructs its allocator from the source's, and a moved polymorphic_allocator holds
+// the same resource. So a pmr container returned from a function still lives in the arena it
+// was built over, and dangles once that arena is released or destroyed.
+std::pmr::vector<int> squares_over(std::pmr::memory_resource* r, int n) {
+  std::pmr::vector<int> v(r);
+  for (int i = 0; i < n; ++i) v.push_back(i * i);
+  return v;
+}
+
+TEST(ArenaPmr, AMovedContainerStaysInTheArena) {
+  alignas(64) std::byte buffer[4096];
+  TrackingResource upstream;
+  ArenaResource arena(buffer, sizeof buffer, &upstream);
+  std::pmr::vector<int> v = squares_over(&arena, 100);
+  EXPECT_TRUE(inside(v.data(), v.size() * sizeof(int), buffer, sizeof buffer))
+      << "a pmr::vector built over the arena inside a function and returned from it must still hold its "
+         "elements in the arena's buffer: returning moves the vector (or builds it in place), and a move keeps "
+         "the resource. The caller now holds memory of the arena, valid only until release().";
+  std::pmr::vector<int> w(std::move(v));
+  EXPECT_TRUE(inside(w.data(), w.size() * sizeof(int), buffer, sizeof buffer))
+      << "std::pmr::vector<int> w(std::move(v)) must keep v's buffer, in the arena: move construction takes the "
+         "source's resource along (only copies fall back to the default resource, and only assignments keep "
+         "their own).";
+  ASSERT_EQ(w.size(), 100u) << "the moved vector lost elements";
+  EXPECT_EQ(w[99], 99 * 99) << "the moved vector's elements changed";
+  EXPECT_EQ(upstream.allocations(), 0u) << "4 KiB hold 100 ints and their growth: nothing goes upstream";
+}
+
+// Uses-allocator construction: a pmr container passes its resource on to each element it
+// constructs whose type takes a polymorphic_allocator, so the characters of the pmr::strings
+// in a pmr::vector come from the arena too. (The characters of std::strings would not: their
+// allocator is std::allocator, and they go to the heap.)
+TEST(ArenaPmr, StringsInAPmrVectorUseTheArenaToo) {
+  alignas(64) std::byte buffer[1 << 14];
+  TrackingResource upstream;
+  ArenaResource arena(buffer, sizeof buffer, &upstream);
+  HeapLog log;
+  {
+    std::pmr::vector<std::pmr::string> prompts(&arena);
+    for (int i = 0; i < 20; ++i) prompts.emplace_back(100, static_cast<char>('a' + i));
+    prompts.emplace_back("a prompt much longer than the fifteen characters a string keeps inside itself");
+    log.close();
+    for (const std::pmr::string& s : prompts) {
+      if (inside(s.data(), s.size(), buffer, sizeof buffer)) continue;
+      ADD_FAILURE() << "a " << s.size() << "-character pmr::string in a pmr::vector over the arena keeps its "
+                    << "characters at " << static_cast<const void*>(s.data()) << ", outside the arena's buffer. "
+                    << "The vector hands its resource to every pmr::string it constructs (uses-allocator "
+                       "construction), so those characters are allocated from the arena as well.";
+      break;  // one example is enough
+    }
+    EXPECT_EQ(prompts[20].size(), 77u) << "the vector lost characters of its last string";
+  }
+  EXPECT_EQ(log.news(), 0u) << "a pmr::vector of pmr::strings over an arena with room for them called the global "
+                               "operator new "
+                            << log.news() << " times: neither the vector nor its strings may touch the heap.";
+  EXPECT_EQ(upstream.allocations(), 0u) << "16 KiB hold 21 strings of about 100 characters: nothing goes upstream";
+}
+
 TEST(ArenaPmr, DeallocateGivesNothingBack) {
   alignas(64) std::byte buffer[1024];
   TrackingResource upstream;
@@ -119,8 +178,9 @@ TEST(ArenaPmr, EqualOnlyToItself) {
   std::pmr::vector<int> vb(&b);
   vb = std::move(va);
   EXPECT_TRUE(inside(vb.data(), 3 * sizeof(int), two, sizeof two))
-      << "moving a pmr::vector into one over another arena must copy the elements into that arena's buffer "
-         "(the resources differ), not steal the buffer of the first.";
+      << "move-assigning a pmr::vector into one over another arena must move the elements one by one into "
+         "that arena's buffer (the resources differ, and a polymorphic_allocator does not propagate on "
+         "assignment), not steal the buffer of the first.";
 }
 
 TEST(ArenaPmr, ZeroBytesStillGetAnAlignedAddress) {

@@ -175,6 +175,49 @@ TEST(ArenaSpill, AnEmptyBufferSendsEverythingUpstream) {
   EXPECT_EQ(upstream.outstanding_blocks(), 0u) << "release() gives the block back";
 }
 
+// allocate() never returns the null pointer (libstdc++ declares it so), and a block from the
+// buffer starts inside the buffer. A 0-byte request whose aligned address would be the end of
+// the buffer therefore goes upstream: with no buffer that end is the null pointer, and past a
+// full one it may be the address of the caller's next object.
+TEST(ArenaSpill, AZeroByteRequestAtTheEndGoesUpstream) {
+  {
+    TrackingResource upstream;
+    ArenaResource arena(nullptr, 0, &upstream);
+    void* p = must_allocate(arena, 0, 8);
+    EXPECT_NE(p, nullptr) << "allocate(0, 8) on an arena without a buffer returned the null pointer";
+    EXPECT_EQ(upstream.allocations(), 1u)
+        << "an arena without a buffer must send every request upstream, even one of 0 bytes: its buffer's "
+           "end is the null pointer, which memory_resource::allocate must never return.";
+  }
+  {
+    alignas(64) std::byte buffer[128];
+    TrackingResource upstream;
+    ArenaResource arena(buffer, sizeof buffer, &upstream);
+    (void)must_allocate(arena, 128, 64);
+    ASSERT_EQ(arena.used(), 128u) << "128 bytes fill a 128-byte buffer";
+    void* p = must_allocate(arena, 0, 1);
+    EXPECT_NE(p, buffer + sizeof buffer)
+        << "allocate(0, 1) on a full buffer returned its end, buffer + 128: that address is not the arena's (the "
+           "caller's next object may live there). A block from the buffer must start inside it.";
+    EXPECT_EQ(upstream.allocations(), 1u) << "a request that cannot start inside the buffer, even of 0 bytes, goes "
+                                             "upstream";
+    EXPECT_EQ(arena.used(), 128u) << "a spill leaves the buffer as it was";
+  }
+  {
+    alignas(128) std::byte buffer[128];
+    TrackingResource upstream;
+    ArenaResource arena(buffer, sizeof buffer, &upstream);
+    (void)must_allocate(arena, 1, 1);
+    void* p = must_allocate(arena, 0, 128);
+    EXPECT_NE(p, buffer + sizeof buffer)
+        << "allocate(0, 128) after 1 byte of a 128-aligned, 128-byte buffer needs 127 bytes of padding, which "
+           "reach exactly its end: it returned buffer + 128, past the buffer. Padding that reaches the end leaves "
+           "no room even for 0 bytes: the request goes upstream.";
+    EXPECT_EQ(upstream.allocations(), 1u) << "allocate(0, 128) must go upstream";
+    EXPECT_EQ(arena.used(), 1u) << "a spill leaves the buffer as it was";
+  }
+}
+
 TEST(ArenaSpill, ExactFitUsesTheBuffer) {
   alignas(64) std::byte buffer[128];
   TrackingResource upstream;
