@@ -83,8 +83,8 @@ template <class A>
            << "std::allocator_traits<" << name << ">::rebind_alloc<Node> names no type, so no container of "
            << "nodes (list, map, unordered_map, allocate_shared) can use the allocator. The traits rebind by "
            << "themselves only a template whose arguments are all types; Align is a std::size_t, so "
-           << "AlignedAllocator must say it: a member template rebind<U> whose `other` is the allocator of U, "
-           << "with which Align?";
+           << "AlignedAllocator must say it: a member template rebind<U>, for every U and not only T, whose "
+           << "`other` is the allocator of U, with which Align?";
   } else {
     return ::testing::AssertionFailure()
            << name << " rebinds to a node type, but the node allocator cannot be constructed from "
