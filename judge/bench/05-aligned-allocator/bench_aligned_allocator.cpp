@@ -56,8 +56,9 @@ struct alignas(128) Line128 {
 };
 
 // A per-thread statistic: a relaxed load and store, no locked instruction. The stores wait in
-// the core's store buffer and its loads are served from there, so a core that gets the line
-// back commits a whole run of stores at once: the line moves, but not once per increment.
+// the core's store buffer and its loads are served from there, so the core does not wait for
+// the line: it writes the buffered stores into the line each time it holds it. How many it
+// writes per visit, and so what sharing the line costs, depends on the CPU.
 template <class Slot>
 void count(Slot& slot) {
   for (std::uint64_t i = 0; i < kIncrements; ++i)
