@@ -145,7 +145,10 @@ class HintRules(unittest.TestCase):
     def test_every_shipped_concept_hint_is_free_of_code(self):
         for exercise in cat.load().exercises:
             for stage in exercise.stages:
-                self.assertEqual(cat.hint_problems(stage.hints), [], f"{exercise.name} stage {stage.number}")
+                self.assertEqual(cat.hint_problems(stage.stage_hints), [], f"{exercise.name} stage {stage.number}")
+                for test in stage.hinted_tests:
+                    self.assertEqual(cat.hint_problems(stage.hints_for(test), "test"), [],
+                                     f"{exercise.name} stage {stage.number}, {test}")
 
 
 CHAPTER = """# Chapter 1 — The arena {#ch01}
