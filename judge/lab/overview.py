@@ -113,8 +113,8 @@ def next_hint(exercise: Exercise, path: Path = progress.STATE) -> str:
     named = f"{current.suite}.{test}"
     lead = (f"Stage {number} ({current.title}) is the first stage that fails" if state == "failing"
             else f"Stage {number} ({current.title})")
-    lines = [ui.paint(lead + (f"; its first failing test is {named}." if test else
-                              "." if state == "failing" else ":"), "dim")]
+    lead += f"; its first failing test is {named}." if test else "." if state == "failing" else ":"
+    lines = [ui.paint(textwrap.fill(lead, max(shutil.get_terminal_size((100, 24)).columns - 1, 40)), "dim")]
     own = current.hints_for(test) if test else ()
     if own:
         which, new = progress.take_test_hint(exercise, number, test, path)
