@@ -56,7 +56,11 @@ def parse(output: str) -> dict[str, dict[str, dict]]:
                 "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
                 "aggregate_name", "aggregate_unit", "label", "error_occurred", "error_message"}
     scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
-    for b in data.get("benchmarks", []):
+    # Repetitions in random order come out in random order: the rows go back to the order the
+    # benchmarks were registered in, which is the order the file lists them.
+    entries = sorted(data.get("benchmarks", []), key=lambda b: (b.get("family_index", 0),
+                                                                 b.get("per_family_instance_index", 0)))
+    for b in entries:
         if b.get("run_type") != "iteration":
             continue
         workload, allocator = split_name(b["name"])

@@ -45,6 +45,13 @@ class BenchTest(unittest.TestCase):
         self.assertIn("by up to ±2%", note)
         self.assertNotIn("a few percent", note)
 
+    def test_rows_keep_the_order_of_the_file_when_repetitions_are_interleaved(self):
+        out = json.dumps({"benchmarks": [
+            {"name": f"w/{name}", "family_index": family, "per_family_instance_index": 0, "run_type": "iteration",
+             "real_time": 1.0, "cpu_time": 1.0, "time_unit": "ns", "iterations": 1}
+            for name, family in (("monotonic", 1), ("arena", 0), ("monotonic", 1), ("arena", 0))]})
+        self.assertEqual(list(bench.parse(out)["w"]), ["arena", "monotonic"])
+
     def test_check_runs_each_benchmark_once(self):
         import inspect
         self.assertEqual(inspect.signature(bench.measure).parameters["repetitions"].default, 1)
