@@ -31,10 +31,12 @@ def add_parser(sub) -> None:
     s.set_defaults(run=run)
 
 
-# Each benchmark runs REPETITIONS times for at least MIN_TIME seconds each: 5 x 0.06 s costs about
-# what one run of 0.2 s did, and its median and spread say how far a figure can be trusted.
+# Each benchmark runs REPETITIONS times for at least MIN_TIME seconds each: 5 x 0.04 s costs what
+# one run of 0.2 s did, and its median and spread say how far a figure can be trusted. A benchmark
+# whose one iteration outlasts MIN_TIME (the device rows of 04, false sharing in 05) costs 5 times
+# what it did with one run: that is the price of knowing its spread.
 REPETITIONS = 5
-MIN_TIME = 0.06
+MIN_TIME = 0.04
 
 
 def split_name(name: str) -> tuple[str, str]:
