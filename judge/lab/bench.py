@@ -1,10 +1,17 @@
 """`bench`: builds an exercise's Google Benchmark suite twice, optimised, against the learner's
 header and against the reference, runs both, and prints how the allocator the exercise builds
-compares with every other allocator of the same workload."""
+compares with every other allocator of the same workload.
+
+Every benchmark runs several times (Google Benchmark's repetitions, interleaved at random so that
+a burst of load on the machine does not fall on one row alone); a figure is the median of its
+repetitions, printed with its spread (the median distance of a repetition from that median, as a
+share of it: one repetition slowed down by the machine's load does not blow it up, as a range
+would), so that a reader can tell a difference from noise."""
 from __future__ import annotations
 
 import json
 import re
+import statistics
 
 from . import build, memory_map, progress, run as runner, ui
 from .catalog import Catalog, Exercise
@@ -17,8 +24,19 @@ def add_parser(sub) -> None:
     s.add_argument("exercise")
     s.add_argument("--compiler", default="clang", metavar="C", help=build.COMPILER_HELP.replace(", or all (both)", ""))
     s.add_argument("--filter", default="", help="only benchmarks whose name matches this regular expression")
-    s.add_argument("--min-time", type=float, default=0.2, help="seconds each benchmark runs at least (default 0.2)")
+    s.add_argument("--min-time", type=float, default=MIN_TIME,
+                   help=f"seconds each repetition of a benchmark runs at least (default {MIN_TIME:g})")
+    s.add_argument("--repetitions", type=int, default=REPETITIONS, metavar="N",
+                   help=f"runs of each benchmark; the median is shown with the spread (default {REPETITIONS})")
     s.set_defaults(run=run)
+
+
+# Each benchmark runs REPETITIONS times for at least MIN_TIME seconds each: 5 x 0.04 s costs what
+# one run of 0.2 s did, and its median and spread say how far a figure can be trusted. A benchmark
+# whose one iteration outlasts MIN_TIME (the device rows of 04, false sharing in 05) costs 5 times
+# what it did with one run: that is the price of knowing its spread.
+REPETITIONS = 5
+MIN_TIME = 0.04
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -30,14 +48,21 @@ def split_name(name: str) -> tuple[str, str]:
 
 
 def parse(output: str) -> dict[str, dict[str, dict]]:
-    """{workload: {allocator: {"ns": time per iteration, "counters": {...}}}} from --benchmark_format=json."""
+    """{workload: {allocator: {"ns": time per iteration, "runs": [ns of each repetition],
+    "spread": the median distance of a run from the median, over the median, "counters": {...}}}} from
+    --benchmark_format=json. With repetitions, "ns" is the median of the repetitions and the
+    counters are the last repetition's; Google Benchmark's own aggregates are not read."""
     data = json.loads(output)
     results: dict[str, dict[str, dict]] = {}
     standard = {"name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
                 "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
                 "aggregate_name", "aggregate_unit", "label", "error_occurred", "error_message"}
     scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
-    for b in data.get("benchmarks", []):
+    # Repetitions in random order come out in random order: the rows go back to the order the
+    # benchmarks were registered in, which is the order the file lists them.
+    entries = sorted(data.get("benchmarks", []), key=lambda b: (b.get("family_index", 0),
+                                                                 b.get("per_family_instance_index", 0)))
+    for b in entries:
         if b.get("run_type") != "iteration":
             continue
         workload, allocator = split_name(b["name"])
@@ -46,14 +71,24 @@ def parse(output: str) -> dict[str, dict[str, dict]]:
                                                            "error": b.get("error_message", "")}
             continue
         counters = {k: v for k, v in b.items() if k not in standard and isinstance(v, (int, float))}
-        results.setdefault(workload, {})[allocator] = {
-            "ns": b["real_time"] * scale.get(b.get("time_unit", "ns"), 1), "counters": counters}
+        row = results.setdefault(workload, {}).setdefault(allocator, {"ns": 0.0, "runs": [], "counters": {}})
+        if row.get("error"):
+            continue  # one repetition gave up: the row says so
+        row["runs"].append(b["real_time"] * scale.get(b.get("time_unit", "ns"), 1))
+        row["counters"] = counters
+    for rows in results.values():
+        for row in rows.values():
+            if row.get("runs"):
+                row["ns"] = statistics.median(row["runs"])
+                deviation = statistics.median(abs(t - row["ns"]) for t in row["runs"])
+                row["spread"] = deviation / row["ns"] if row["ns"] else 0.0
     return results
 
 
 def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: str, min_time: float,
-            name_filter: str = "") -> tuple[dict | None, str]:
-    """Builds and runs the exercise's benchmarks: ({workload: {allocator: result}}, "") or (None, why not)."""
+            name_filter: str = "", repetitions: int = 1) -> tuple[dict | None, str]:
+    """Builds and runs the exercise's benchmarks, each `repetitions` times: ({workload: {allocator:
+    result}}, "") or (None, why not). `check` runs each once, briefly: it asks whether they run."""
     tree = build.tree_dir(compiler, "release", impl)
     target = f"bench_{exercise.name}"
     with build.locked(tree):
@@ -65,6 +100,8 @@ def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: st
         argv = [str(tree / target), "--benchmark_format=json", f"--benchmark_min_time={min_time}"]
         if name_filter:
             argv.append(f"--benchmark_filter={name_filter}")
+        if repetitions > 1:
+            argv += [f"--benchmark_repetitions={repetitions}", "--benchmark_enable_random_interleaving=true"]
         limit = catalog.limits.bench_timeout_seconds
         result = runner.run(argv, timeout=limit, keep_bytes=4_000_000)
     if result.returncode != 0 or result.timed_out:
@@ -92,6 +129,19 @@ def _ratio(subject: float | None, other: float | None) -> str:
     return f"{r:.1f}× faster" if r >= 1 else f"{1 / r:.1f}× slower"
 
 
+def comparison(subject: str, other: str, subject_mine: float | None, mine: dict | None,
+               subject_ref: float | None, ref: dict | None) -> str:
+    """Which is compared with which, on the row of another allocator: `caching 210.0× faster
+    than device with your header; 205.3× faster with the reference`. Empty without figures."""
+    yours = _ratio(subject_mine, mine and mine["ns"])
+    reference = _ratio(subject_ref, ref and ref["ns"])
+    if not yours and not reference:
+        return ""
+    if yours and reference:
+        return f"{subject} {yours} than {other} with your header; {reference} with the reference"
+    return f"{subject} {yours or reference} than {other} with {'your header' if yours else 'the reference'}"
+
+
 def run(args, catalog: Catalog) -> int:
     exercise = catalog.resolve(args.exercise)
     compiler = build.compilers_for(args.compiler)[0]
@@ -99,13 +149,17 @@ def run(args, catalog: Catalog) -> int:
         print(f"Exercise {exercise.id:02d} has no benchmarks.")
         return 2
     subject = exercise.bench_subject
+    repetitions = max(1, args.repetitions)
     print(ui.paint(f"Building and running the benchmarks of exercise {exercise.id:02d} twice, optimised "
-                   f"({build.program(compiler)} -O2): your {exercise.header} and the reference…", "dim"), flush=True)
+                   f"({build.program(compiler)} -O2): your {exercise.header} and the reference, each benchmark "
+                   f"{repetitions} time{'s' if repetitions > 1 else ''}…", "dim"), flush=True)
     if progress.status(exercise).get("status") != "passed":
         print(ui.paint(f"Your {exercise.header} has not passed `judge.py test {exercise.id}` yet: a wrong allocator "
                        "can be fast, so read its figures with care.", "yellow"))
-    mine, mine_problem = measure(catalog, exercise, build.Impl("exercises"), compiler, args.min_time, args.filter)
-    ref, ref_problem = measure(catalog, exercise, build.Impl("solutions"), compiler, args.min_time, args.filter)
+    mine, mine_problem = measure(catalog, exercise, build.Impl("exercises"), compiler, args.min_time, args.filter,
+                                 repetitions)
+    ref, ref_problem = measure(catalog, exercise, build.Impl("solutions"), compiler, args.min_time, args.filter,
+                               repetitions)
     if mine_problem:
         print(ui.paint(f"Your {exercise.header}: {mine_problem}", "red"))
     if ref_problem:
@@ -116,17 +170,38 @@ def run(args, catalog: Catalog) -> int:
         mine_w, ref_w = (mine or {}).get(workload, {}), (ref or {}).get(workload, {})
         slow += _print_workload(workload, mine_w, ref_w, subject)
     memory_map.after_bench(exercise, compiler)
-    print("\nTimes are per benchmark iteration; a ratio compares the exercise's allocator with the one on "
-          "its row, in the same build; yours ÷ reference compares the same row built against your header "
-          "and against the reference. Run it twice: the figures move by a few percent from run to run.")
+    print("\n" + footnote(subject, [mine, ref], repetitions))
     if slow:
         print(ui.paint(f"\n⚠ Yours is more than {SLOWER_THAN_REFERENCE:g}× slower than the reference on "
                        + ", ".join(slow) + ".", "yellow") + " " + SLOW_CAUSES)
     return 0 if ref and mine else 1
 
 
+def footnote(subject: str, measured: list[dict | None], repetitions: int) -> str:
+    """What the figures are, and how much they moved in this very run."""
+    spreads = sorted(row["spread"] for results in measured for rows in (results or {}).values()
+                     for row in rows.values() if row.get("spread") is not None and len(row.get("runs", ())) > 1)
+    text = ("Times are per benchmark iteration" +
+            (f", each the median of {repetitions} repetitions run in random order, with ± the median distance of "
+             "a repetition from it, as a share of it" if repetitions > 1 else
+             ", from one run each (--repetitions 5 or more shows how much they move)") +
+            f". Your code runs only on the rows of {subject}* (in colour): only they compare yours ÷ reference, "
+            "the same row built against your header and against the reference. Under another allocator's row, a "
+            "line compares the exercise's allocator with it, in the same build.")
+    if spreads:
+        text += (f" In this run the repetitions of a row moved by ±{statistics.median(spreads):.0%} in the median "
+                 f"row and by up to ±{spreads[-1]:.0%}: a difference smaller than the spreads of its two figures "
+                 "together is noise. From one run to the next the figures move further, with whatever else the "
+                 "machine runs: run it again before you trust a difference.")
+    return text
+
+
 def _subject_ns(rows: dict, subject: str) -> float | None:
     return next((v["ns"] for k, v in rows.items() if k.startswith(subject)), None)
+
+
+def _subject_name(rows: list[str], subject: str) -> str:
+    return next((k for k in rows if k.startswith(subject)), subject)
 
 
 SLOWER_THAN_REFERENCE = 1.5   # yours ÷ reference above this is flagged
@@ -139,11 +214,14 @@ SLOW_CAUSES = ("What usually makes an allocator slower than the reference: a thr
 
 
 def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> list[str]:
-    """Prints one workload's table; returns the rows where yours is much slower than the reference."""
+    """Prints one workload's table; returns the rows where yours is much slower than the reference.
+    yours ÷ reference is printed on the exercise's own rows only: the other rows run none of the
+    learner's code, so the two builds of them differ by noise alone."""
     subj_mine, subj_ref = _subject_ns(mine, subject), _subject_ns(ref, subject)
     print("\n" + ui.paint(workload, "bold"))
-    print(f"  {'allocator':<24}{'yours':>12}  {'':<20}{'reference':>12}  {'':<20}{'yours ÷ reference':>17}")
+    print(f"  {'allocator':<24}{'yours':>12} {'':<7}{'reference':>12} {'':<7}{'yours ÷ reference':>19}")
     rows = list(dict.fromkeys([*ref, *mine]))
+    subject_row = _subject_name(rows, subject)
     # Throughput repeats the time; a counter equal on every row describes the workload, not
     # an allocator. What is left (bytes used, say) is worth a line.
     keys = {k for r in (*mine.values(), *ref.values()) for k in r["counters"] if not k.endswith("_per_second")}
@@ -154,17 +232,18 @@ def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> list[
         m, r = mine.get(alloc), ref.get(alloc)
         is_subject = alloc.startswith(subject)
         name = ui.paint(f"{alloc:<24}", "cyan") if is_subject else f"{alloc:<24}"
-        versus = yours_over_reference(m, r)
+        versus = yours_over_reference(m, r) if is_subject else None
         flagged = versus is not None and versus > SLOWER_THAN_REFERENCE
         if flagged:
             slow.append(f"{workload}/{alloc}")
-        cell = "—" if versus is None else f"{versus:.2f}" + (" ⚠ slower" if flagged else "")
-        print(f"  {name}{_cell(m)}  {'' if is_subject else _ratio(subj_mine, m and m['ns']):<20}"
-              f"{_cell(r)}  {'' if is_subject else _ratio(subj_ref, r and r['ns']):<20}"
-              + (ui.paint(f"{cell:>17}", "yellow") if flagged else f"{cell:>17}"))
+        cell = ("—" if versus is None else f"{versus:.2f}" + (" ⚠ slower" if flagged else "")) if is_subject else ""
+        line = f"  {name}{_cell(m)} {_spread(m):<7}{_cell(r)} {_spread(r):<7}"
+        print(line + (ui.paint(f"{cell:>19}", "yellow") if flagged else f"{cell:>19}") if cell else line.rstrip())
+        if not is_subject and (line := comparison(subject_row, alloc, subj_mine, m, subj_ref, r)):
+            print(ui.paint(f"    {line}", "dim"))
         for key in keys:
             mv, rv = (m or {}).get("counters", {}).get(key), (r or {}).get("counters", {}).get(key)
-            print(ui.paint(f"    {key:<22}{_num(mv):>12}  {'':<20}{_num(rv):>12}", "dim"))
+            print(ui.paint(f"    {key:<22}{_num(mv):>12}  {'':<6}{_num(rv):>12}", "dim"))
         for who, row in (("yours", m), ("the reference", r)):
             if row and row.get("error"):
                 print(ui.paint(f"    {who}: {row['error']}", "yellow"))
@@ -180,9 +259,16 @@ def yours_over_reference(mine: dict | None, ref: dict | None) -> float | None:
 
 
 def _cell(row: dict | None) -> str:
-    if not row or row["ns"] is None:
+    if not row or not row.get("ns"):
         return f"{'—':>12}"
     return f"{_fmt_ns(row['ns']):>12}"
+
+
+def _spread(row: dict | None) -> str:
+    """`±3%`: the median distance of the row's repetitions from their median, over it; empty with one run."""
+    if not row or not row.get("ns") or len(row.get("runs", ())) < 2:
+        return ""
+    return f"±{row['spread']:.0%}" if row["spread"] >= 0.005 else "±<1%"
 
 
 def _num(value) -> str:

@@ -50,6 +50,7 @@ class Limits:
 class Hint:
     level: str      # one of HINT_LEVELS
     text: str
+    tests: tuple[str, ...] = ()   # the tests of the stage's suite it is for; () for the whole stage
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,20 @@ class Stage:
     goal: str
     sanitizers: tuple[str, ...]
     hints: tuple[Hint, ...] = ()
+
+    @property
+    def stage_hints(self) -> tuple[Hint, ...]:
+        """The hints for the whole stage, in order."""
+        return tuple(h for h in self.hints if not h.tests)
+
+    def hints_for(self, test: str) -> tuple[Hint, ...]:
+        """The hints written for one test of the stage (its name in the suite), in order."""
+        return tuple(h for h in self.hints if test in h.tests)
+
+    @property
+    def hinted_tests(self) -> tuple[str, ...]:
+        """The tests that have hints of their own, in the order their first hint comes."""
+        return tuple(dict.fromkeys(t for h in self.hints for t in h.tests))
 
 
 @dataclass(frozen=True)
@@ -158,11 +173,16 @@ def load(path: Path = CATALOG) -> Catalog:
 
 
 def _hint(raw) -> Hint:
-    if not isinstance(raw, dict) or set(raw) != {"level", "text"} or not isinstance(raw["text"], str):
-        raise ValueError(f"a hint is a table {{ level = ..., text = \"...\" }}, not {raw!r}")
+    if (not isinstance(raw, dict) or not {"level", "text"} <= set(raw) <= {"level", "text", "tests"}
+            or not isinstance(raw["text"], str)):
+        raise ValueError(f"a hint is a table {{ level = ..., text = \"...\" }}, optionally with "
+                         f"tests = [\"TestName\", ...], not {raw!r}")
     if raw["level"] not in HINT_LEVELS:
         raise ValueError(f"hint level {raw['level']!r} is not one of {', '.join(HINT_LEVELS)}")
-    return Hint(raw["level"], raw["text"].strip())
+    tests = raw.get("tests", [])
+    if not isinstance(tests, list) or not tests and "tests" in raw or not all(isinstance(t, str) and t for t in tests):
+        raise ValueError(f"a hint's tests are a non-empty list of test names, not {tests!r}")
+    return Hint(raw["level"], raw["text"].strip(), tuple(tests))
 
 
 def _exercise(raw: dict) -> Exercise:
@@ -207,12 +227,13 @@ def tests_in_source(exercise: Exercise) -> dict[str, list[str]]:
 _CODE_RE = re.compile(r"`|->|::|==|!=|&&|\|\||\w\(\)")  # not "++": C++ is a word here
 
 
-def hint_problems(hints: tuple[Hint, ...]) -> list[str]:
-    """How a stage's hints break the rules: at least three, at least one of each level, in the
-    order concept, approach, code, and no code in a concept hint."""
+def hint_problems(hints: tuple[Hint, ...], of: str = "stage") -> list[str]:
+    """How a stage's hints (or one test's, `of` = "test") break the rules: at least three, at
+    least one of each level, in the order concept, approach, code, and no code in a concept hint."""
     problems = []
     if len(hints) < 3:
-        problems.append(f"{len(hints)} hint(s); every stage needs at least 3 ({', '.join(HINT_LEVELS)})")
+        whose = "every stage" if of == "stage" else "a test with hints of its own"
+        problems.append(f"{len(hints)} hint(s); {whose} needs at least 3 ({', '.join(HINT_LEVELS)})")
     levels = [h.level for h in hints]
     missing = [level for level in HINT_LEVELS if level not in levels]
     if missing and hints:
@@ -273,7 +294,13 @@ def catalog_problems(catalog: Catalog) -> list[str]:
             if not set(st.sanitizers) <= set(ex.sanitizers) or not st.sanitizers:
                 problems.append(f"{where}: stage {st.number} runs under {list(st.sanitizers)}, "
                                 f"which must be among the exercise's {list(ex.sanitizers)}")
-            problems.extend(f"{where}: stage {st.number}: {p}" for p in hint_problems(st.hints))
+            problems.extend(f"{where}: stage {st.number}: {p}" for p in hint_problems(st.stage_hints))
+            for test in st.hinted_tests:
+                if st.suite in in_source and test not in in_source[st.suite]:
+                    problems.append(f"{where}: stage {st.number}: a hint names test {test!r}, which suite {st.suite} "
+                                    f"does not define (its tests: {', '.join(in_source[st.suite])})")
+                problems.extend(f"{where}: stage {st.number}: the hints for {st.suite}.{test}: {p}"
+                                for p in hint_problems(st.hints_for(test), "test"))
         staged = {st.suite for st in ex.stages}
         for suite in sorted(set(in_source) - staged):
             problems.append(f"{where}: suite {suite} belongs to no stage, so it would never be judged")

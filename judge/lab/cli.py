@@ -65,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("-v", "--verbose", action="store_true", help="every test's messages and raw sanitizer reports")
     s.set_defaults(run=cmd_test)
 
-    s = sub.add_parser("hint", help="the next hint for the first stage of an exercise that fails, one more each time")
+    s = sub.add_parser("hint", help="the next hint for the first failing test of an exercise (its own hints, "
+                                    "then its stage's), one more each time")
     s.add_argument("exercise")
     s.set_defaults(run=cmd_hint)
 

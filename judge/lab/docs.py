@@ -239,16 +239,24 @@ def help_section(exercise: Exercise) -> str:
     """The hints, stage by stage and level by level, and the self-check, every answer folded."""
     label = f"ch{exercise.id:02d}"
     out = [f"### Hints, stage by stage {{#{label}-hints}}\n",
-           f"`python3 judge/judge.py hint {exercise.id}` gives the next hint of the first stage that fails. "
+           f"`python3 judge/judge.py hint {exercise.id}` gives the next hint for the first test that fails: "
+           "that test's own hints when it has some, then its stage's. "
            "Every hint is here too, folded so that none is read by accident: each stage's first hint names "
            "the idea, the second the approach, only the last the code. Open one at a time.\n"]
     for st in exercise.stages:
         goal = f" Passing it means: {_text(st.goal)}." if st.goal else ""
         out.append(f"<b>Stage {st.number}, {_text(st.title)}.</b>{goal}\n")
-        for i, hint in enumerate(st.hints, start=1):
+        for i, hint in enumerate(st.stage_hints, start=1):
             level = _LEVEL_NAMES.get(hint.level, hint.level)
-            out.append(f"<details><summary>Hint {i} of {len(st.hints)}: {level}</summary>"
+            out.append(f"<details><summary>Hint {i} of {len(st.stage_hints)}: {level}</summary>"
                        f"{_text(hint.text)}</details>\n")
+        for test in st.hinted_tests:
+            own = st.hints_for(test)
+            out.append(f"<i>For the test {st.suite}.{_text(test)}:</i>\n")
+            for i, hint in enumerate(own, start=1):
+                level = _LEVEL_NAMES.get(hint.level, hint.level)
+                out.append(f"<details><summary>{st.suite}.{_text(test)}, hint {i} of {len(own)}: {level}</summary>"
+                           f"{_text(hint.text)}</details>\n")
     questions = quiz.load(exercise) if exercise.quiz_file.is_file() else []
     if questions:
         out.append(f"### Check yourself {{#{label}-quiz}}\n")

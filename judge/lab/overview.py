@@ -88,10 +88,16 @@ def summary(catalog: Catalog, path: Path = progress.STATE) -> str:
     return f"{ui.bar(passed_count(catalog, path), len(catalog.exercises), width=12)}  " + "  ".join(parts)
 
 
+def _in_suite(test: str) -> str:
+    """`Suite.Name`, `Prefix/Suite.Name/0` -> `Name`: a test as the catalog's hints name it."""
+    return test.split(".", 1)[-1].split("/", 1)[0]
+
+
 def next_hint(exercise: Exercise, path: Path = progress.STATE) -> str:
-    """The next hint of the first stage that fails, by the last verdict in the progress file,
-    as `hint` prints it and `watch` shows it for `h`. The caller makes sure that verdict
-    describes the file as it is (`hint` judges it again when it does not)."""
+    """The next hint for the first failing test of the first stage that fails, by the last
+    verdict in the progress file, as `hint` prints it and `watch` shows it for `h`: that test's
+    own hints first, when the catalog gives it some, then the stage's. The caller makes sure
+    that verdict describes the file as it is (`hint` judges it again when it does not)."""
     state, stage = state_of(exercise, path)
     if state == "passed":
         return (ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes every stage: no hint needed.", "green") +
@@ -102,21 +108,47 @@ def next_hint(exercise: Exercise, path: Path = progress.STATE) -> str:
                 f"first error that `python3 judge/judge.py test {exercise.id}` shows, then ask again.")
     number = stage if state == "failing" and stage else 1
     current = exercise.stages[number - 1]
-    if not current.hints:
-        return f"Stage {number} ({current.title}) has no hints; {shown(exercise.chapter)} explains it."
+    failing = progress.failing_test(exercise, path) if state == "failing" else None
+    test = _in_suite(failing) if failing else ""
+    named = f"{current.suite}.{test}"
+    lead = (f"Stage {number} ({current.title}) is the first stage that fails" if state == "failing"
+            else f"Stage {number} ({current.title})")
+    lead += f"; its first failing test is {named}." if test else "." if state == "failing" else ":"
+    lines = [ui.paint(textwrap.fill(lead, max(shutil.get_terminal_size((100, 24)).columns - 1, 40)), "dim")]
+    own = current.hints_for(test) if test else ()
+    if own:
+        which, new = progress.take_test_hint(exercise, number, test, path)
+        if new:
+            hint, total, of = own[which - 1], len(own), named
+            last = (f"That was the last hint for {named}; asked again, `hint` gives the hints for the whole stage."
+                    if current.stage_hints else f"That was the last hint for {named}.")
+            return _hint_text(lines, exercise, hint, which, total, of, new=True, last=last)
+    if not current.stage_hints:
+        if own:  # every hint of the test shown, and the stage has none of its own
+            return _hint_text(lines, exercise, own[-1], len(own), len(own), named, new=False, last="")
+        return "\n".join(lines[:1] + [f"Stage {number} ({current.title}) has no hints; "
+                                       f"{shown(exercise.chapter)} explains it."])
     which, new = progress.take_hint(exercise, number, path)
-    hint = current.hints[which - 1]
-    total = len(current.hints)
-    lines = [ui.paint(f"Stage {number} ({current.title}) is the first stage that fails." if state == "failing"
-                      else f"Stage {number} ({current.title}):", "dim")]
+    if own and new and which == 1:
+        lines.append(f"You have seen all {len(own)} hints for {named}; now the hints for the whole stage.")
+    if own and not new:  # the test's and the stage's hints all shown: the test's last one again
+        return _hint_text(lines, exercise, own[-1], len(own), len(own), named, new=False, last="",
+                          also=f" and all {len(current.stage_hints)} for stage {number}")
+    return _hint_text(lines, exercise, current.stage_hints[which - 1], which, len(current.stage_hints),
+                      f"stage {number}", new=new, last=f"That was the last hint for stage {number}.")
+
+
+def _hint_text(lines: list[str], exercise: Exercise, hint, which: int, total: int, of: str, *, new: bool,
+               last: str, also: str = "") -> str:
+    """The hint under its heading ("Hint 2 of 3 for stage 4 (approach):"), wrapped to the terminal."""
     if not new:
-        lines.append(f"You have seen all {total} hints for stage {number}. The last one again:")
-    heading = f"Hint {which} of {total} for stage {number} ({hint.level}):"
+        lines.append(f"You have seen all {total} hints for {of}{also}. The last one again:")
+    heading = f"Hint {which} of {total} for {of} ({hint.level}):"
     text = textwrap.fill(f"{heading} {hint.text}", max(shutil.get_terminal_size((100, 24)).columns - 1, 40))
     lines.append(ui.paint(heading, "bold") + text[len(heading):])  # painted after wrapping: codes have no width
     if not new:
         lines.append(f'Still stuck? The part "The task" of {shown(exercise.chapter)} states the contract, and '
                      f"`python3 judge/judge.py test {exercise.id} -v` shows every message.")
-    elif which == total:
-        lines.append(ui.paint(f"That was the last hint for stage {number}.", "dim"))
+    elif which == total and last:
+        lines.append(ui.paint(last, "dim"))
     return "\n".join(lines)

@@ -3,7 +3,9 @@ atomically so that a judge stopped half-way never leaves it corrupt.
 
 Per exercise it keeps the last verdict on the learner's file (with the file's content hash, so
 that `hint` can tell whether it still describes the file), whether the file ever passed, the
-hints taken per stage and the last quiz score."""
+hints taken per stage (`hints`: stage number -> how many of the stage's own hints; `test_hints`:
+stage number -> test name -> how many of that test's hints; a file written before tests had
+hints has no `test_hints` and loads as none taken) and the last quiz score."""
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +17,7 @@ from .catalog import ROOT, Exercise
 from .files import write_atomically
 
 STATE = ROOT / ".alloclab" / "progress.json"
-_VERDICT_KEYS = ("status", "stage", "when", "hash")
+_VERDICT_KEYS = ("status", "stage", "when", "hash", "test")
 
 
 def load(path: Path = STATE) -> dict:
@@ -55,9 +57,11 @@ def digest(file: Path) -> str | None:
 
 
 def record(exercise: Exercise, passed: bool, failing_stage: int | None, path: Path = STATE, *,
-           only_stage: int | None = None, compiles: bool = True, file_hash: str | None = None) -> None:
+           only_stage: int | None = None, compiles: bool = True, file_hash: str | None = None,
+           failing_test: str | None = None) -> None:
     """Records a verdict on the learner's file. `only_stage`: the run judged that stage alone,
-    so it says nothing about the exercise as a whole and never counts as a pass."""
+    so it says nothing about the exercise as a whole and never counts as a pass. `failing_test`:
+    the first test that fails (`Suite.Test`), whose own hints `hint` gives first."""
     if not compiles:
         status, stage = "does not compile", None
     elif only_stage is not None:
@@ -69,6 +73,8 @@ def record(exercise: Exercise, passed: bool, failing_stage: int | None, path: Pa
         for key in _VERDICT_KEYS:
             entry.pop(key, None)
         entry.update(status=status, stage=stage, when=_now())
+        if failing_test and not passed and compiles:
+            entry["test"] = failing_test
         if file_hash:
             entry["hash"] = file_hash
         if status == "passed":
@@ -84,7 +90,8 @@ def record_verdict(exercise: Exercise, verdict, file_hash: str | None, path: Pat
         judged = [s.number for c in verdict.configs for s in c.stages]
         only = verdict.first_failing_stage() or max(judged, default=None)
     record(exercise, verdict.passed, verdict.first_failing_stage(), path, only_stage=only,
-           compiles=all(c.build.ok for c in verdict.configs), file_hash=file_hash)
+           compiles=all(c.build.ok for c in verdict.configs), file_hash=file_hash,
+           failing_test=verdict.first_failing_test())
 
 
 def restart(exercise: Exercise, path: Path = STATE) -> None:
@@ -119,19 +126,44 @@ def status(exercise: Exercise, path: Path = STATE) -> dict:
     return entry if isinstance(entry, dict) else {}
 
 
-def hints_taken(exercise: Exercise, path: Path = STATE) -> dict[int, int]:
-    """How many hints of each stage the learner has taken, by stage number."""
-    taken = status(exercise, path).get("hints")
-    if not isinstance(taken, dict):
+def failing_test(exercise: Exercise, path: Path = STATE) -> str | None:
+    """The first failing test of the last verdict (`Suite.Test`), when it recorded one."""
+    test = status(exercise, path).get("test")
+    return test if isinstance(test, str) and test else None
+
+
+def _counts(raw) -> dict[str, int]:
+    if not isinstance(raw, dict):
         return {}
-    return {int(k): v for k, v in taken.items() if str(k).isdigit() and isinstance(v, int) and v > 0}
+    return {str(k): v for k, v in raw.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+
+
+def _stage_hints_taken(exercise: Exercise, path: Path) -> dict[int, int]:
+    return {int(k): v for k, v in _counts(status(exercise, path).get("hints")).items() if k.isdigit()}
+
+
+def test_hints_taken(exercise: Exercise, stage: int, path: Path = STATE) -> dict[str, int]:
+    """How many of each test's own hints the learner has taken in `stage`, by test name."""
+    by_stage = status(exercise, path).get("test_hints")
+    return _counts(by_stage.get(str(stage))) if isinstance(by_stage, dict) else {}
+
+
+def hints_taken(exercise: Exercise, path: Path = STATE) -> dict[int, int]:
+    """How many hints of each stage the learner has taken, by stage number: the stage's own and
+    those of its tests together."""
+    taken = _stage_hints_taken(exercise, path)
+    by_stage = status(exercise, path).get("test_hints")
+    for key, tests in (by_stage.items() if isinstance(by_stage, dict) else ()):
+        if str(key).isdigit() and (count := sum(_counts(tests).values())):
+            taken[int(key)] = taken.get(int(key), 0) + count
+    return taken
 
 
 def take_hint(exercise: Exercise, stage: int, path: Path = STATE) -> tuple[int, bool]:
-    """The number (1-based) of the hint of `stage` to show next, and whether it is new: once
-    every hint of the stage has been shown, the last one, not new."""
-    count = len(exercise.stages[stage - 1].hints)
-    taken = hints_taken(exercise, path).get(stage, 0)
+    """The number (1-based) of the stage's own hint (one for the whole stage) to show next, and
+    whether it is new: once every one of them has been shown, the last one, not new."""
+    count = len(exercise.stages[stage - 1].stage_hints)
+    taken = _stage_hints_taken(exercise, path).get(stage, 0)
     if taken >= count:
         return count, False
 
@@ -139,6 +171,23 @@ def take_hint(exercise: Exercise, stage: int, path: Path = STATE) -> tuple[int, 
         hints = entry.get("hints") if isinstance(entry.get("hints"), dict) else {}
         hints[str(stage)] = taken + 1
         entry["hints"] = hints
+    _update(exercise, path, change)
+    return taken + 1, True
+
+
+def take_test_hint(exercise: Exercise, stage: int, test: str, path: Path = STATE) -> tuple[int, bool]:
+    """As take_hint, for the hints written for one test of the stage (its name in the suite)."""
+    count = len(exercise.stages[stage - 1].hints_for(test))
+    taken = test_hints_taken(exercise, stage, path).get(test, 0)
+    if taken >= count:
+        return count, False
+
+    def change(entry: dict) -> None:
+        by_stage = entry.get("test_hints") if isinstance(entry.get("test_hints"), dict) else {}
+        tests = by_stage.get(str(stage)) if isinstance(by_stage.get(str(stage)), dict) else {}
+        tests[test] = taken + 1
+        by_stage[str(stage)] = tests
+        entry["test_hints"] = by_stage
     _update(exercise, path, change)
     return taken + 1, True
 

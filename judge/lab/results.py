@@ -101,6 +101,18 @@ class Verdict:
         failing = [s.number for c in self.configs for s in c.stages if s.status != "passed"]
         return min(failing) if failing else None
 
+    def first_failing_test(self) -> str | None:
+        """The first test that did not pass in the first stage that fails (`Suite.Test`), as the
+        report lists it: the first ✗ the learner is told to fix. None when no test failed."""
+        number = self.first_failing_stage()
+        for config in self.configs:
+            for stage in config.stages:
+                if stage.number == number and stage.status != "passed":
+                    for test in stage.tests:
+                        if not test.ok:
+                            return test.name
+        return None
+
     def to_json(self) -> dict:
         """One object: the verdict, a summary per stage over every configuration, and the
         detail per configuration (build, stages, tests with their messages and timings).

@@ -28,12 +28,15 @@ class Finding:
     tool: str        # AddressSanitizer, UndefinedBehaviorSanitizer, LeakSanitizer, ThreadSanitizer
     kind: str        # heap-buffer-overflow, data race, misaligned address, ...
     access: str      # "READ of size 8", "" when the report has none
-    location: str    # file:line of the first frame in the learner's code, or of the first frame
-    function: str
+    location: str    # file:line of the bad access's first frame in the learner's code, or of its first
+    function: str    # frame outside the runtimes (never a frame of another stack of the report)
     raw: str
     limit: str = ""  # the judge's limit this report is about, such as "limit: memory_mb = 4096"
     other: str = ""  # a data race's other side: "read at file:line in function"
     advice: str = ""  # what the report means for the learner, when its lines alone do not say
+    # Where the memory was freed or allocated, when that is in the learner's file and the bad
+    # access is not: "the memory was allocated at file:line in function".
+    memory: str = ""
 
     def line(self) -> str:
         parts = [f"{self.tool}: {self.kind}" + (f" ({self.limit})" if self.limit else "")]
@@ -45,6 +48,8 @@ class Finding:
             parts.append(f"in {self.function}")
         if self.other:
             parts.append(f"racing with a {self.other}")
+        if self.memory:
+            parts.append(self.memory)
         if self.advice:
             parts.append(self.advice)
         return " · ".join(parts)
@@ -112,39 +117,92 @@ def summarize(stderr: str, focus: str | None = None) -> Finding | None:
         else:
             kind = re.split(r" on (?:unknown )?address| \(|:", kind)[0]
         access = _ACCESS_RE.search(rest) or _LEAK_RE.search(rest)
-        frame = _frame(rest, focus)
+        if tool == "LeakSanitizer":
+            # Every stack of a leak report is the allocation of a leaked block: any of them will do.
+            return Finding(tool, kind.strip(), access.group(1) if access else "", *_place(_frame(rest, focus)),
+                           _report(stderr, m.start()))
+        # The first stack is the bad access (or free); the later ones say where the memory was
+        # freed and allocated, and where a thread was created: never the place of the access.
+        stacks = _stacks(rest)
+        frame = _frame(stacks[0][1] if stacks else rest, focus)
         return Finding(tool, kind.strip(), access.group(1) if access else "", *_place(frame),
-                       _report(stderr, m.start()))
+                       _report(stderr, m.start()), memory=_memory(stacks[1:], focus, frame))
     if m := _CHECK_RE.search(stderr):
         frame = _frame(stderr[m.start():], focus)
         return Finding(m.group(1), CHECK_FAILED, "", *_place(frame), _report(stderr, m.start()))
     if m := _TSAN_RE.search(stderr):
         rest = stderr[m.start():]
-        frame = _frame(rest, focus)
+        stacks = _stacks(rest)
+        # A race's accesses are the stacks headed "Write of size 8 at ... by thread T2:" and
+        # "Previous read of size 8 ...": the heap block's allocation and the threads' creation
+        # that follow them are not where the memory was raced on.
+        accesses = [stack for stack in stacks if _TSAN_ACCESS_RE.match(stack[0])]
+        first = accesses[0][1] if accesses else stacks[0][1] if stacks else rest
+        frame = _frame(first, focus)
+        previous = next((stack for stack in accesses[1:] if _PREVIOUS_RE.match(stack[0])), None)
         finding = Finding("ThreadSanitizer", m.group(1).strip(), "", *_place(frame), _report(stderr, m.start()),
-                          other=_other_side(rest, focus, frame))
-        if focus and finding.kind == "data race" and focus not in finding.location and focus not in finding.other:
-            finding.advice = UNORDERED_RACE
+                          other=_other_side(previous, focus, frame))
+        if focus and focus not in finding.location and focus not in finding.other:
+            finding.memory = _memory([s for s in stacks if s not in accesses], focus, frame)
+            if finding.kind == "data race":
+                finding.advice = UNORDERED_RACE
         return finding
     return None
 
 
+# The header of an access's stack in a ThreadSanitizer report: `Write of size 8 at 0x7b04 by
+# thread T2:`, `Atomic read of size 4 ...`, `Previous write of size 8 at 0x7b04 by main thread:`.
+_TSAN_ACCESS_RE = re.compile(r"(?:Previous )?(?:atomic )?(?:read|write) of size \d+ at ", re.I)
 # The second access of a data race: `  Previous read of size 8 at 0x7b04 by thread T3:`.
-_PREVIOUS_RE = re.compile(r"^\s+Previous (?:atomic )?(read|write) of size \d+ at \S+ by (?:thread T\d+|main thread)", re.M)
+_PREVIOUS_RE = re.compile(r"Previous (?:atomic )?(read|write) of size \d+ at \S+ by ", re.I)
+# The stacks that say where a block came from: ASan's `freed by thread T0 here:` and
+# `previously allocated by thread T0 here:`, TSan's `Location is heap block of size 32 at 0x7208
+# allocated by main thread:`.
+_MEMORY_RE = re.compile(r"(freed|allocated) by (?:thread T\d+|main thread)")
+_FRAME_LINE_RE = re.compile(r"^\s*#\d+ ")
 
 
-def _other_side(report: str, focus: str | None, first: tuple[str, str, str] | None) -> str:
+def _stacks(report: str) -> list[tuple[str, str]]:
+    """The report's stacks in order, each as (the line above it, its frame lines), up to SUMMARY."""
+    stacks: list[tuple[str, str]] = []
+    header, frames = "", []
+    for line in report.splitlines():
+        if line.startswith("SUMMARY:"):
+            break
+        if _FRAME_LINE_RE.match(line):
+            frames.append(line)
+        elif line.strip():
+            if frames:
+                stacks.append((header, "\n".join(frames)))
+                frames = []
+            header = line.strip()
+    if frames:
+        stacks.append((header, "\n".join(frames)))
+    return stacks
+
+
+def _memory(stacks: list[tuple[str, str]], focus: str | None, access: tuple[str, str, str] | None) -> str:
+    """Where the learner's code freed or allocated the memory, when the access itself is elsewhere."""
+    if not focus or (access and focus in access[1]):
+        return ""
+    for header, frames in stacks:
+        if (m := _MEMORY_RE.search(header)) and (frame := _frame(frames, focus)) and focus in frame[1]:
+            location, function = _place(frame)
+            return f"the memory was {m.group(1)} at {location} in {function}"
+    return ""
+
+
+def _other_side(previous: tuple[str, str] | None, focus: str | None, first: tuple[str, str, str] | None) -> str:
     """Where the other thread touched the memory, when that is another place: a race is often
     written on one side (an unlocked read) and reported on the other (the locked write)."""
-    m = _PREVIOUS_RE.search(report)
+    m = previous and _PREVIOUS_RE.match(previous[0])
     if not m:
         return ""
-    block = report[m.end():].split("\n\n", 1)[0]
-    frame = _frame(block, focus)
+    frame = _frame(previous[1], focus)
     if not frame or (first and frame[1:] == first[1:]):
         return ""
     location, function = _place(frame)
-    return f"{m.group(1)} at {location} in {function}"
+    return f"{m.group(1).lower()} at {location} in {function}"
 
 
 def _place(frame: tuple[str, str, str] | None) -> tuple[str, str]:
@@ -166,14 +224,27 @@ def _frame(report: str, focus: str | None) -> tuple[str, str, str] | None:
 
 
 def _function(signature: str) -> str:
-    """`alloclab::Arena::allocate(unsigned long, unsigned long)` -> `alloclab::Arena::allocate`."""
-    depth, out = 0, []
-    for ch in signature:
-        if ch == "(" and depth == 0 and out:
-            break
+    """`alloclab::Arena::allocate(unsigned long, unsigned long)` -> `alloclab::Arena::allocate`,
+    `T_Test::TestBody()::$_1::operator()() const` -> `T_Test::TestBody()::$_1::operator()`: the
+    parameters are cut, but not those of the function a lambda is in, nor a lambda's operator()."""
+    depth, out, i = 0, [], 0
+    while i < len(signature):
+        ch = signature[i]
+        if ch == "(" and depth == 0 and out and not signature[:i].endswith("operator"):
+            close, level = i, 0
+            for close in range(i, len(signature)):
+                level += {"(": 1, ")": -1}.get(signature[close], 0)
+                if level == 0:
+                    break
+            if not signature.startswith("::", close + 1):
+                break
+            out.append(signature[i:close + 1])
+            i = close + 1
+            continue
         depth += ch == "<"
         depth -= ch == ">"
         out.append(ch)
+        i += 1
     return "".join(out).strip()
 
 

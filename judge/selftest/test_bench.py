@@ -26,6 +26,36 @@ class BenchTest(unittest.TestCase):
         self.assertEqual(bench._ratio(None, 100), "")
         self.assertEqual(bench._ratio(100, 10), "10.0× slower")
 
+    def test_repetitions_give_the_median_and_the_spread(self):
+        runs = [25.9, 36.1, 27.0, 26.2, 26.5]
+        out = json.dumps({"benchmarks": [
+            *({"name": "pmr_vector/monotonic", "run_type": "iteration", "repetitions": 5, "repetition_index": i,
+               "real_time": t, "cpu_time": t, "time_unit": "us", "iterations": 100} for i, t in enumerate(runs)),
+            {"name": "pmr_vector/monotonic_median", "run_type": "aggregate", "aggregate_name": "median",
+             "real_time": 1.0, "time_unit": "us"}]})
+        row = bench.parse(out)["pmr_vector"]["monotonic"]
+        self.assertEqual(row["ns"], 26500.0)
+        self.assertEqual(len(row["runs"]), 5)
+        # Distances from 26.5: 0.6, 9.6, 0.5, 0.3, 0; their median 0.5. The one slow repetition
+        # (36.1) moves the median and this spread little, where a range would say ±19%.
+        self.assertAlmostEqual(row["spread"], 0.5 / 26.5)
+        self.assertEqual(bench._spread(row), "±2%")
+        note = bench.footnote("alloclab_", [{"pmr_vector": {"monotonic": row}}], 5)
+        self.assertIn("the median of 5 repetitions", note)
+        self.assertIn("by up to ±2%", note)
+        self.assertNotIn("a few percent", note)
+
+    def test_rows_keep_the_order_of_the_file_when_repetitions_are_interleaved(self):
+        out = json.dumps({"benchmarks": [
+            {"name": f"w/{name}", "family_index": family, "per_family_instance_index": 0, "run_type": "iteration",
+             "real_time": 1.0, "cpu_time": 1.0, "time_unit": "ns", "iterations": 1}
+            for name, family in (("monotonic", 1), ("arena", 0), ("monotonic", 1), ("arena", 0))]})
+        self.assertEqual(list(bench.parse(out)["w"]), ["arena", "monotonic"])
+
+    def test_check_runs_each_benchmark_once(self):
+        import inspect
+        self.assertEqual(inspect.signature(bench.measure).parameters["repetitions"].default, 1)
+
     def test_a_benchmark_that_gave_up_keeps_its_reason(self):
         out = json.dumps({"benchmarks": [{"name": "w/pool", "run_type": "iteration", "error_occurred": True,
                                           "error_message": "allocate() returned nullptr", "real_time": 0,

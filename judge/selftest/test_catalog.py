@@ -41,6 +41,27 @@ class ValidateTest(unittest.TestCase):
                          "sanitizers must be chosen", "NoSuchSuite"):
             self.assertIn(expected, problems)
 
+    def test_hints_for_a_test_are_checked_against_the_suite_and_the_level_rules(self):
+        arena = cat.load().exercises[0]
+        first = arena.stages[0]
+        [test, *_] = cat.tests_in_source(arena)[first.suite]
+        own = (cat.Hint("concept", "Which idea?", (test,)), cat.Hint("approach", "Keep `used_`.", (test,)),
+               cat.Hint("code", "`used_ += n;`", (test,)))
+        good = dataclasses.replace(first, hints=first.hints + own)
+        self.assertEqual(cat.catalog_problems(cat.Catalog((dataclasses.replace(arena, stages=(good, *arena.stages[1:])),))), [])
+        bad = (cat.Hint("code", "`used_ += n;`", (test,)), cat.Hint("concept", "Is `used_` right?", (test,)),
+               cat.Hint("approach", "x", ("NoSuchTest",)))
+        broken = dataclasses.replace(first, hints=first.hints + bad)
+        problems = "\n".join(cat.catalog_problems(cat.Catalog((dataclasses.replace(
+            arena, stages=(broken, *arena.stages[1:])),))))
+        for expected in (f"the hints for {first.suite}.{test}: the hints go code, concept; they must go concept",
+                         f"the hints for {first.suite}.{test}: no approach hint",
+                         f"the hints for {first.suite}.{test}: hint 2 is a concept hint but contains code",
+                         f"a hint names test 'NoSuchTest', which suite {first.suite} does not define",
+                         f"the hints for {first.suite}.NoSuchTest: 1 hint(s); a test with hints of its own needs"):
+            self.assertIn(expected, problems)
+        self.assertNotIn("stage 1: 3 hint", problems, "the stage's own hints are counted apart from the tests'")
+
     def test_malformed_toml_is_a_catalog_error(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "catalog.toml"

@@ -96,8 +96,21 @@ class CatalogFormat(Temp):
                                                    Hint("code", "`code`")))
         self.assertEqual(exercise.quiz_file, cat.ROOT / "chapters" / "01-arena.quiz.toml")
 
+    def test_a_hint_may_name_the_tests_it_is_for(self):
+        text = "format_version = 2\n" + self.STAGE + (
+            '  hints = [\n    { level = "concept", text = "idea" },\n'
+            '    { level = "concept", text = "for two", tests = ["A", "B"] },\n  ]\n')
+        [exercise] = cat.load(self.write_catalog(text)).exercises
+        stage = exercise.stages[0]
+        self.assertEqual(stage.hints[1], Hint("concept", "for two", ("A", "B")))
+        self.assertEqual(stage.stage_hints, (Hint("concept", "idea"),))
+        self.assertEqual(stage.hints_for("B"), (Hint("concept", "for two", ("A", "B")),))
+        self.assertEqual(stage.hinted_tests, ("A", "B"))
+
     def test_a_hint_that_is_not_a_level_and_text_is_malformed(self):
-        for hint in ('"a plain string"', '{ level = "trick", text = "x" }', '{ level = "code" }'):
+        for hint in ('"a plain string"', '{ level = "trick", text = "x" }', '{ level = "code" }',
+                     '{ level = "code", text = "x", tests = [] }', '{ level = "code", text = "x", tests = "A" }',
+                     '{ level = "code", text = "x", test = ["A"] }'):
             with self.subTest(hint=hint), self.assertRaises(CatalogError):
                 cat.load(self.write_catalog("format_version = 2\n" + self.STAGE + f"  hints = [{hint}]\n"))
 
@@ -132,7 +145,10 @@ class HintRules(unittest.TestCase):
     def test_every_shipped_concept_hint_is_free_of_code(self):
         for exercise in cat.load().exercises:
             for stage in exercise.stages:
-                self.assertEqual(cat.hint_problems(stage.hints), [], f"{exercise.name} stage {stage.number}")
+                self.assertEqual(cat.hint_problems(stage.stage_hints), [], f"{exercise.name} stage {stage.number}")
+                for test in stage.hinted_tests:
+                    self.assertEqual(cat.hint_problems(stage.hints_for(test), "test"), [],
+                                     f"{exercise.name} stage {stage.number}, {test}")
 
 
 CHAPTER = """# Chapter 1 — The arena {#ch01}
@@ -426,6 +442,63 @@ class HintsFollowTheLearner(Temp):
         progress.record(EXERCISE, False, None, self.state, compiles=False)
         self.assertIn("does not compile", self.hint())
         self.assertEqual(progress.hints_taken(EXERCISE, self.state), {})
+
+
+# Stage 2 of this exercise has hints of its own for its test Suite2.T and for nothing else.
+TESTED = dataclasses.replace(EXERCISE, stages=tuple(
+    dataclasses.replace(st, hints=st.hints + tuple(Hint(level, f"{level} hint for T", ("T",)) for level in LEVELS))
+    if st.number == 2 else st for st in EXERCISE.stages))
+
+
+class HintsFollowTheFailingTest(Temp):
+    def hint(self) -> str:
+        return overview.next_hint(TESTED, self.state)
+
+    def test_the_first_failing_tests_hints_come_first_then_the_stages(self):
+        progress.record_verdict(TESTED, verdict({1: "passed", 2: "failed", 3: "failed", 4: "failed"}), "h", self.state)
+        first = self.hint()
+        self.assertIn("Stage 2 (title 2) is the first stage that fails; its first failing test is Suite2.T.", first)
+        self.assertIn("Hint 1 of 3 for Suite2.T (concept): concept hint for T", first)
+        self.assertIn("Hint 2 of 3 for Suite2.T (approach): approach hint for T", self.hint())
+        last = self.hint()
+        self.assertIn("Hint 3 of 3 for Suite2.T (code): code hint for T", last)
+        self.assertIn("That was the last hint for Suite2.T; asked again, `hint` gives the hints for the whole stage.",
+                      last)
+        stage = self.hint()
+        self.assertIn("You have seen all 3 hints for Suite2.T; now the hints for the whole stage.", stage)
+        self.assertIn("Hint 1 of 3 for stage 2 (concept): concept hint for stage 2", stage)
+        self.hint()
+        self.assertIn("That was the last hint for stage 2.", self.hint())
+        again = self.hint()
+        self.assertIn("You have seen all 3 hints for Suite2.T and all 3 for stage 2. The last one again:", again)
+        self.assertIn("Hint 3 of 3 for Suite2.T (code): code hint for T", again)
+        self.assertEqual(progress.hints_taken(TESTED, self.state), {2: 6}, "list counts both")
+        entry = json.loads(self.state.read_text())["exercises"]["01-arena"]
+        self.assertEqual((entry["hints"], entry["test_hints"]), ({"2": 3}, {"2": {"T": 3}}))
+
+    def test_a_test_without_hints_of_its_own_gets_the_stages(self):
+        progress.record_verdict(TESTED, verdict({1: "failed", 2: "failed", 3: "failed", 4: "failed"}), "h", self.state)
+        text = self.hint()
+        self.assertIn("its first failing test is Suite1.T.", text)
+        self.assertIn("Hint 1 of 3 for stage 1 (concept): concept hint for stage 1", text)
+
+    def test_the_first_failing_test_is_the_first_cross_of_the_report(self):
+        v = verdict({1: "passed", 2: "failed", 3: "failed", 4: "failed"})
+        v.configs[0].stages[1].tests[:] = [TestOutcome("Suite2.A", "passed"), TestOutcome("Suite2.T", "failed"),
+                                          TestOutcome("Suite2.B", "failed")]
+        self.assertEqual(v.first_failing_test(), "Suite2.T")
+        progress.record_verdict(TESTED, v, "h", self.state)
+        self.assertEqual(progress.failing_test(TESTED, self.state), "Suite2.T")
+        progress.record_verdict(TESTED, verdict({1: "passed", 2: "passed", 3: "passed", 4: "passed"}), "h2", self.state)
+        self.assertIsNone(progress.failing_test(TESTED, self.state), "a pass forgets the failing test")
+
+    def test_a_progress_file_from_before_test_hints_still_loads(self):
+        """Written by a judge that counted hints per stage only: no test, no test_hints."""
+        self.state.write_text(json.dumps({"exercises": {"01-arena": {
+            "status": "failing", "stage": 2, "when": "2026-01-01T00:00:00", "hints": {"2": 1}}}}))
+        self.assertEqual(progress.hints_taken(TESTED, self.state), {2: 1})
+        self.assertIn("Hint 2 of 3 for stage 2 (approach)", self.hint(), "without a test, the stage's hints")
+        self.assertIn("hints taken: 2 for stage 2", overview.extras(TESTED, self.state))
 
 
 class VerdictText(unittest.TestCase):

@@ -81,6 +81,19 @@ class HelpSectionTest(unittest.TestCase):
         self.assertIn("`n > capacity_ - used_`", folded[2], "code spans are kept")
         self.assertIn(r"\<T\> \& \#1 \@ 100\%", folded[0], "text that Doxygen would read as markup is escaped")
 
+    def test_a_hint_for_one_test_is_folded_under_its_stage_with_the_tests_name(self):
+        stage = self.exercise.stages[0]
+        own = (cat.Hint("concept", "Which request is too big?", ("ThrowsWhenFull",)),
+               cat.Hint("code", "Compare first.", ("ThrowsWhenFull",)))
+        exercise = dataclasses.replace(self.exercise, stages=(dataclasses.replace(stage, hints=stage.hints + own),))
+        page = docs.help_section(exercise)
+        folded = [line for line in page.splitlines() if line.startswith("<details>")]
+        self.assertIn("<summary>Hint 3 of 3: the code</summary>", folded[2], "the stage's own hints count apart")
+        self.assertIn("<i>For the test ArenaBasics.ThrowsWhenFull:</i>", page)
+        self.assertIn("<summary>ArenaBasics.ThrowsWhenFull, hint 1 of 2: the idea</summary>Which request", folded[3])
+        self.assertIn("<summary>ArenaBasics.ThrowsWhenFull, hint 2 of 2: the code</summary>", folded[4])
+        self.assertLess(page.index("ThrowsWhenFull, hint 2"), page.index("### Check yourself"))
+
     def test_answers_are_folded_with_their_explanation(self):
         page = docs.help_section(self.exercise)
         self.assertIn("1. a\n2. b\n", page, "the choices are listed, numbered as the quiz command numbers them")

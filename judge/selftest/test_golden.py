@@ -20,7 +20,8 @@ def fixture(compiler: str, case: str) -> str:
 class Golden(unittest.TestCase):
     def test_every_fixture_is_there(self):
         for compiler in COMPILERS:
-            for case in ("compile-error", "warning", "duplicate-definition", "asan", "ubsan", "tsan"):
+            for case in ("compile-error", "warning", "duplicate-definition", "asan", "ubsan", "tsan", "tsan-heap",
+                         "asan-use-after-free", "asan-freed-by-learner"):
                 self.assertTrue((GOLDEN / compiler / f"{case}.txt").is_file(), f"{compiler}/{case}.txt")
 
     def test_a_compile_error_in_the_header(self):
@@ -70,6 +71,40 @@ class Golden(unittest.TestCase):
     def test_a_thread_sanitizer_report(self):
         for compiler in COMPILERS:
             self.check_finding(compiler, "tsan", "ThreadSanitizer", "data race", 5, "bump")
+
+    def test_a_race_on_memory_the_learner_allocated_is_not_placed_at_the_allocation(self):
+        """The tests race on a block the learner's constructor allocated, in threads a function
+        of the learner's file started: the line named is the racing access's, never a line of the
+        allocation's or the threads' stacks, and the allocation is named apart, as such."""
+        for compiler in COMPILERS:
+            where = f"{compiler}/tsan-heap.txt"
+            finding = sanitizers.summarize(fixture(compiler, "tsan-heap"), HEADER)
+            self.assertEqual(finding.location, "/alloclab/main.cpp:5", where)
+            self.assertTrue(finding.function.endswith("operator()"), f"{where}: {finding.function}")
+            self.assertTrue(finding.other.startswith("write at /alloclab/main.cpp:4 in "), f"{where}: {finding.other}")
+            self.assertEqual(finding.memory, f"the memory was allocated at {HEADER}:5 in Ring::Ring", where)
+            self.assertEqual(finding.advice, sanitizers.UNORDERED_RACE, where)
+            line = finding.line()
+            self.assertNotIn(f"{HEADER}:10", line, f"{where}: the threads' creation is not the race")
+            self.assertLess(line.index("racing with"), line.index("the memory was allocated"), where)
+
+    def test_a_use_after_free_in_the_learners_code_is_placed_at_the_access(self):
+        """The free and the allocation are in the learner's file too, on earlier lines: the
+        access is the place."""
+        for compiler in COMPILERS:
+            self.check_finding(compiler, "asan-use-after-free", "AddressSanitizer", "heap-use-after-free", 5, "Box::peek")
+            finding = sanitizers.summarize(fixture(compiler, "asan-use-after-free"), HEADER)
+            self.assertEqual(finding.memory, "", "the access in the learner's file speaks for itself")
+
+    def test_a_use_after_free_by_the_test_names_the_learners_free_as_such(self):
+        """The test reads a block the learner's code freed: the read is the test's line, and the
+        learner's free is named as where the memory was freed, not as where it was read."""
+        for compiler in COMPILERS:
+            where = f"{compiler}/asan-freed-by-learner.txt"
+            finding = sanitizers.summarize(fixture(compiler, "asan-freed-by-learner"), HEADER)
+            self.assertEqual((finding.kind, finding.access), ("heap-use-after-free", "READ of size 4"), where)
+            self.assertEqual((finding.location, finding.function), ("/alloclab/main.cpp:2", "main"), where)
+            self.assertEqual(finding.memory, f"the memory was freed at {HEADER}:4 in Box::drop", where)
 
 
 if __name__ == "__main__":

@@ -59,7 +59,84 @@ SUMMARY: ThreadSanitizer: data race /home/me/exercises/02-fixed-pool/fixed_pool.
 """
 
 
+# Exercise 06's tests race on a slot of the ring because the learner's release/acquire pair is
+# missing: the accesses are the test's, the ring's memory comes from the learner's constructor,
+# and the threads were created by the test. As clang 19 prints it (trimmed to the frames that matter).
+TSAN_RING = """WARNING: ThreadSanitizer: data race (pid=4711)
+  Read of size 1 at 0x721000000040 by thread T2:
+    #0 memcmp <null> (test_06-ring-allocator+0x9f2b1) (BuildId: 9c1e)
+    #1 RingTwoThreads_HandoffSeesTheWrite_Test::TestBody()::$_1::operator()() const /kit/judge/tests/06-ring-allocator/stage3_two_threads.cpp:61:9 (test_06-ring-allocator+0x1a2b3) (BuildId: 9c1e)
+    #2 std::thread::_State_impl<std::thread::_Invoker<std::tuple<RingTwoThreads_HandoffSeesTheWrite_Test::TestBody()::$_1>>>::_M_run() /usr/lib/gcc/x86_64-linux-gnu/12/../../../../include/c++/12/bits/std_thread.h:211:13 (test_06-ring-allocator+0x1a3c4) (BuildId: 9c1e)
+
+  Previous write of size 8 at 0x721000000040 by thread T1:
+    #0 memset <null> (test_06-ring-allocator+0x9e1a0) (BuildId: 9c1e)
+    #1 RingTwoThreads_HandoffSeesTheWrite_Test::TestBody()::$_0::operator()() const /kit/judge/tests/06-ring-allocator/stage3_two_threads.cpp:48:9 (test_06-ring-allocator+0x1a0f1) (BuildId: 9c1e)
+
+  Location is heap block of size 4096 at 0x721000000000 allocated by main thread:
+    #0 operator new(unsigned long, std::align_val_t) <null> (test_06-ring-allocator+0xa51c2) (BuildId: 9c1e)
+    #1 alloclab::RingBumpAllocator::RingBumpAllocator(unsigned long) /home/me/exercises/06-ring-allocator/ring_allocator.hpp:54:17 (test_06-ring-allocator+0x19e77) (BuildId: 9c1e)
+    #2 RingTwoThreads_HandoffSeesTheWrite_Test::TestBody() /kit/judge/tests/06-ring-allocator/stage3_two_threads.cpp:40:21 (test_06-ring-allocator+0x19f02) (BuildId: 9c1e)
+
+  Thread T2 (tid=4714, running) created by main thread at:
+    #0 pthread_create <null> (test_06-ring-allocator+0x8c5a1) (BuildId: 9c1e)
+    #1 RingTwoThreads_HandoffSeesTheWrite_Test::TestBody() /kit/judge/tests/06-ring-allocator/stage3_two_threads.cpp:58:15 (test_06-ring-allocator+0x19fa0) (BuildId: 9c1e)
+
+SUMMARY: ThreadSanitizer: data race /kit/judge/tests/06-ring-allocator/stage3_two_threads.cpp:61:9 in RingTwoThreads_HandoffSeesTheWrite_Test::TestBody()::$_1::operator()() const
+"""
+
+# The test's own read of a block the learner's deallocate() freed, as g++ 12's ASan prints it.
+ASAN_FREED = """==5120==ERROR: AddressSanitizer: heap-use-after-free on address 0x606000000020 at pc 0x55 bp 0x7ff sp 0x7ff
+READ of size 8 at 0x606000000020 thread T0
+    #0 0x55a1 in CachingBestFit_ReuseAfterFree_Test::TestBody() /kit/judge/tests/04-caching-allocator/stage2_best_fit.cpp:88
+    #1 0x55a2 in void testing::internal::HandleExceptionsInMethodIfSupported<testing::Test, void>() /kit/build/_deps/googletest-src/googletest/src/gtest.cc:2612
+
+0x606000000020 is located 0 bytes inside of 64-byte region [0x606000000020,0x606000000060)
+freed by thread T0 here:
+    #0 0x7fb1 in operator delete(void*) ../../../../src/libsanitizer/asan/asan_new_delete.cpp:152
+    #1 0x55b1 in alloclab::CachingAllocator::release_cached() /home/me/exercises/04-caching-allocator/caching_allocator.hpp:140
+    #2 0x55b2 in CachingBestFit_ReuseAfterFree_Test::TestBody() /kit/judge/tests/04-caching-allocator/stage2_best_fit.cpp:86
+
+previously allocated by thread T0 here:
+    #0 0x7fb2 in operator new(unsigned long) ../../../../src/libsanitizer/asan/asan_new_delete.cpp:99
+    #1 0x55c1 in alloclab::CachingAllocator::allocate(unsigned long) /home/me/exercises/04-caching-allocator/caching_allocator.hpp:97
+
+SUMMARY: AddressSanitizer: heap-use-after-free /kit/judge/tests/04-caching-allocator/stage2_best_fit.cpp:88 in CachingBestFit_ReuseAfterFree_Test::TestBody()
+"""
+
+
 class SummarizeTest(unittest.TestCase):
+    def test_a_race_is_placed_at_its_accesses_only(self):
+        """The learner's constructor allocated the ring: that line is where the memory came
+        from, not where it was raced on, and must not be named as the race's place."""
+        f = sanitizers.summarize(TSAN_RING, "exercises/06-ring-allocator/ring_allocator.hpp")
+        self.assertEqual(f.location, "/kit/judge/tests/06-ring-allocator/stage3_two_threads.cpp:61")
+        self.assertEqual(f.function, "RingTwoThreads_HandoffSeesTheWrite_Test::TestBody()::$_1::operator()")
+        self.assertTrue(f.other.startswith("write at /kit/judge/tests/06-ring-allocator/stage3_two_threads.cpp:48"),
+                        f.other)
+        self.assertEqual(f.memory, "the memory was allocated at /home/me/exercises/06-ring-allocator/"
+                                   "ring_allocator.hpp:54 in alloclab::RingBumpAllocator::RingBumpAllocator")
+        self.assertEqual(f.advice, sanitizers.UNORDERED_RACE)
+        line = f.line()
+        self.assertNotIn("· at /home/me/exercises/06-ring-allocator/ring_allocator.hpp:54", line)
+        self.assertNotIn("· in alloclab::RingBumpAllocator::RingBumpAllocator", line)
+
+    def test_a_race_in_the_learners_file_names_no_allocation(self):
+        f = sanitizers.summarize(TSAN_RING.replace("/kit/judge/tests/06-ring-allocator/stage3_two_threads.cpp:61",
+                                                   "/home/me/exercises/06-ring-allocator/ring_allocator.hpp:88"),
+                                 "exercises/06-ring-allocator/ring_allocator.hpp")
+        self.assertTrue(f.location.endswith("ring_allocator.hpp:88"), f.location)
+        self.assertEqual((f.memory, f.advice), ("", ""))
+
+    def test_a_read_of_freed_memory_is_placed_at_the_read(self):
+        """ASan's "freed by" and "previously allocated by" stacks say where the block came and
+        went; the place of the bad access is the access's stack, here the test's."""
+        f = sanitizers.summarize(ASAN_FREED, "exercises/04-caching-allocator/caching_allocator.hpp")
+        self.assertEqual(f.location, "/kit/judge/tests/04-caching-allocator/stage2_best_fit.cpp:88")
+        self.assertEqual(f.function, "CachingBestFit_ReuseAfterFree_Test::TestBody")
+        self.assertEqual(f.memory, "the memory was freed at /home/me/exercises/04-caching-allocator/"
+                                   "caching_allocator.hpp:140 in alloclab::CachingAllocator::release_cached")
+        self.assertIn("READ of size 8 · at /kit/judge/tests/04-caching-allocator/stage2_best_fit.cpp:88", f.line())
+
     def test_a_race_names_both_sides_in_the_learners_code(self):
         """The report's first access is often the correct, locked one; the mistake is the other."""
         f = sanitizers.summarize(TSAN_TWO_SIDES, "exercises/02-fixed-pool/fixed_pool.hpp")

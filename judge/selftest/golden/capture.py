@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Captures the golden fixtures beside this file: what each compiler really prints for the six
+"""Captures the golden fixtures beside this file: what each compiler really prints for the
 things the judge must read (a compile error in the learner's header, a warning, a function
-defined twice at link time, and an AddressSanitizer, UndefinedBehaviorSanitizer and
-ThreadSanitizer report), one folder per compiler. test_golden.py parses every one.
+defined twice at link time, AddressSanitizer, UndefinedBehaviorSanitizer and ThreadSanitizer
+reports, among them reports whose other stacks (where the memory was allocated or freed,
+where a thread was started) pass through the learner's file), one folder per compiler.
+test_golden.py parses every one.
 
 Run it again when a compiler is added or upgraded:
-    python3 judge/selftest/golden/capture.py [g++-12 clang++-14 clang++-19]
+    python3 judge/selftest/golden/capture.py [g++-12 clang++-14 clang++-19] [case ...]
 The temporary folder the programs are built in is written as /alloclab in the fixtures."""
 from __future__ import annotations
 
@@ -21,6 +23,14 @@ from lab import run as runner, sanitizers  # noqa: E402
 
 COMPILERS = ("g++-12", "clang++-14", "clang++-19")
 PLACE = "/alloclab"
+
+_BOX = """#pragma once
+struct Box {
+  int* make() { return new int[4](); }  // line 3: allocates
+  void drop(int* p) { delete[] p; }     // line 4: frees
+  int peek(int* p) { return p[1]; }     // line 5: reads
+};
+"""
 
 # Each case: the learner's header, the files that include it, how to build, whether to run.
 # The line numbers test_golden.py expects are those of the marked lines below.
@@ -59,6 +69,34 @@ inline void bump() {
 }
 """, "#include \"arena.hpp\"\nint main() { std::thread a(bump), b(bump); a.join(); b.join(); return counter == 0; }\n",
              ["-fsanitize=thread"], True),
+    # The tests' own threads race on memory the learner's constructor allocated, in threads a
+    # function of the learner's file started: the line to name is neither of those.
+    "tsan-heap": ("""#pragma once
+#include <cstddef>
+#include <thread>
+struct Ring {
+  explicit Ring(std::size_t n) : data(new long[n]()) {}  // line 5: allocates the memory raced on
+  ~Ring() { delete[] data; }
+  long* slot(std::size_t i) { return data + i; }
+  long* data;
+};
+template <class F> std::thread start(F f) { return std::thread(f); }  // line 10: starts a thread
+""", """#include "arena.hpp"
+int main() {
+  Ring ring(4);
+  std::thread a = start([&] { *ring.slot(0) = 1; });  // line 4: the test writes
+  std::thread b = start([&] { *ring.slot(0) = 2; });  // line 5: the test writes
+  a.join();
+  b.join();
+  return 0;
+}
+""", ["-fsanitize=thread"], True),
+    # The learner's code reads a block it freed: the line is the read, not the free.
+    "asan-use-after-free": (_BOX, "#include \"arena.hpp\"\nint main() { Box b; int* p = b.make(); b.drop(p); "
+                            "return b.peek(p); }\n", ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"], True),
+    # The test reads a block the learner's code freed: the access is the test's, the free the learner's.
+    "asan-freed-by-learner": (_BOX, "#include \"arena.hpp\"\nint main() { Box b; int* p = b.make(); b.drop(p); "
+                              "return p[2]; }\n", ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"], True),
 }
 
 
@@ -76,20 +114,28 @@ def capture(compiler: str, case: str, tmp: Path) -> str:
     built = runner.run(argv, cwd=tmp, timeout=300, keep_bytes=400_000)
     text = built.stdout.text() + built.stderr.text()
     if run and built.returncode == 0:
-        ran = runner.run([str(tmp / "program")], cwd=tmp, env=dict(sanitizers.environment(4096)),
+        env = dict(sanitizers.environment(4096))
+        symbolizer = shutil.which("llvm-symbolizer")
+        if "clang" in compiler and symbolizer:
+            # A newer runtime may not find an older llvm-symbolizer by itself and then prints bare
+            # addresses; the fixtures are of symbolized reports, as a learner's machine prints them.
+            for name in ("ASAN_OPTIONS", "TSAN_OPTIONS"):
+                env[name] += f":external_symbolizer_path={symbolizer}"
+        ran = runner.run([str(tmp / "program")], cwd=tmp, env=env,
                          timeout=120, keep_bytes=400_000)
         text = ran.stderr.text()
     return text.replace(str(tmp), PLACE)
 
 
 def main(argv: list[str]) -> int:
-    for compiler in argv or COMPILERS:
+    cases = [a for a in argv if a in CASES] or list(CASES)
+    for compiler in [a for a in argv if a not in CASES] or COMPILERS:
         if not shutil.which(compiler):
             print(f"{compiler}: not installed, skipped")
             continue
         folder = HERE / compiler
         folder.mkdir(exist_ok=True)
-        for case in CASES:
+        for case in cases:
             with tempfile.TemporaryDirectory(prefix="alloclab-golden-") as tmp:
                 text = capture(compiler, case, Path(tmp))
             (folder / f"{case}.txt").write_text(text, encoding="utf-8")
