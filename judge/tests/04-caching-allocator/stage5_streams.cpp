@@ -626,11 +626,14 @@ TEST(CachingStreams, ARandomRunOnThreeStreamsKeepsEveryInvariant) {
           << "Step " << step << ", after " << what << ": every live allocation must be an allocated block of at "
           << "least its rounded size:" << show(segments);
     }
-    for (const auto& seg : segments)
-      for (const Live& l : live)
-        if (address(l.p) >= seg.base && address(l.p) < seg.base + seg.size)
+    for (const auto& seg : segments) {
+      for (const Live& l : live) {
+        if (address(l.p) >= seg.base && address(l.p) < seg.base + seg.size) {
           ASSERT_EQ(segment_stream.at(seg.base), l.stream)
               << "Step " << step << ": a block lies in a segment of another stream than its request's.";
+        }
+      }
+    }
   }
   for (const Live& l : live) alloc.deallocate(l.p);
   alloc.empty_cache();
