@@ -24,10 +24,13 @@ struct CacheStats {
   std::size_t device_mallocs, device_frees, cache_hits, oom_retries;
 };
 
-/// One block of a segment: its offset from the segment's base, its size, allocated or free.
+/// One block of a segment: its offset from the segment's base, its size, allocated or free,
+/// and (stage 5) pending: freed, but waiting for the events of the other streams that used it
+/// (a pending block is not allocated).
 struct BlockInfo {
   std::size_t offset, size;
   bool allocated;
+  bool pending = false;
 };
 
 /// One segment as `snapshot()` reports it.
@@ -49,8 +52,10 @@ class OutOfMemoryError : public std::bad_alloc {
 };
 
 /// A caching allocator over a slow `Device` (`void* malloc(std::size_t)`, nullptr when full;
-/// `void free(void*)`). It never gives memory back on `deallocate`: freed blocks stay cached
-/// for the next request.
+/// `void free(void*)`; and for stage 5 `int record_event(int stream)`, an event that completes
+/// when `stream` has run all the work queued on it so far, `bool event_done(int event)`, which
+/// never waits, and `void synchronize()`, which waits for every event; none of them throws).
+/// It never gives memory back on `deallocate`: freed blocks stay cached for the next request.
 template <class Device>
 class CachingAllocator {
  public:
@@ -60,6 +65,7 @@ class CachingAllocator {
 
   /// Stage 1. TODO: give every segment back to the device (device_.free(base)), whether its
   /// blocks are allocated or not.
+  /// Stage 5. TODO: when blocks are pending, device_.synchronize() first.
   ~CachingAllocator() {}
 
   /// Stage 1. TODO: n rounded up to a multiple of 512, and at least 512.
@@ -77,19 +83,39 @@ class CachingAllocator {
   /// ask once more; if it refuses again, throw OutOfMemoryError(n, allocated, reserved) and
   /// change nothing else. A request so large that rounding it would overflow throws
   /// OutOfMemoryError without calling the device. Keep the stats up to date.
-  [[nodiscard]] void* allocate([[maybe_unused]] std::size_t n) { return nullptr; }
+  /// Stage 5. TODO: `allocate(n)` is `allocate(n, 0)`. A new segment belongs to the stream of
+  /// the request it is made for, and its blocks serve only requests of that stream (best fit
+  /// within the stream). Before anything else, every allocate with n > 0 frees the pending
+  /// blocks whose events are all done, merging them as deallocate does; n == 0 frees nothing.
+  [[nodiscard]] void* allocate([[maybe_unused]] std::size_t n, [[maybe_unused]] int stream = 0) { return nullptr; }
 
   /// Stage 3. TODO: nullptr is a no-op. Merge the block with its free neighbours in the same
   /// segment (never across segments) and put it back in its pool. A pointer this allocator did
   /// not hand out, an interior pointer, or one already freed throws std::invalid_argument and
   /// changes nothing.
+  /// Stage 5. TODO: a block recorded on other streams is not freed yet: record one event on
+  /// each of those streams (device_.record_event(stream), once per stream however often it was
+  /// recorded), and the block becomes pending: no longer allocated (allocated_bytes drops),
+  /// still reserved, in no pool, never merged, shown pending in snapshot().
   void deallocate([[maybe_unused]] void* p) {}
 
+  /// Stage 5. TODO: p, a block handed out and not freed, is also used by work on `stream`.
+  /// Recording the block's own stream changes nothing. nullptr, a pointer this allocator did
+  /// not hand out, an interior pointer, or a freed or pending block throws
+  /// std::invalid_argument and changes nothing.
+  void record_stream([[maybe_unused]] void* p, [[maybe_unused]] int stream) {}
+
+  /// Stage 5. TODO: the bytes of the pending blocks (their whole sizes).
+  [[nodiscard]] std::size_t pending_bytes() const noexcept { return 0; }
+
   /// Stage 3. TODO: give back to the device every segment that holds no allocated block.
+  /// Stage 5. TODO: when blocks are pending, first device_.synchronize() and free every
+  /// pending block (merging it); with nothing pending, do not synchronize.
   void empty_cache() {}
 
   /// Stage 1 to 4. TODO: allocated_bytes (the allocated blocks' sizes), reserved_bytes (the
   /// segments' sizes), their peaks, the successful device calls, cache hits and oom retries.
+  /// Stage 5: allocated_bytes leaves pending blocks out; reserved_bytes includes them.
   [[nodiscard]] CacheStats stats() const noexcept { return {}; }
 
   /// Stage 1 to 4. TODO: every segment, by base address, each with its blocks in address

@@ -1,13 +1,15 @@
 """The memory map: a caching allocator's snapshot drawn as an SVG, one row per segment, its
-blocks to scale, allocated and free in two colours, the pools labelled and the stats in the
-caption.
+blocks to scale, allocated, free and pending (freed, waiting for another stream's events) in
+three colours, the pools labelled and the stats in the caption.
 
 An exercise opts in when its benchmark binary understands `--snapshot`: it then prints the
 snapshot, as JSON, instead of running the benchmarks:
 
     {"workload": "...", "stats": {"allocated_bytes": ..., "reserved_bytes": ..., ...},
      "segments": [{"base": 0, "size": 2097152, "small_pool": true,
-                   "blocks": [[offset, size, allocated], ...]}, ...]}
+                   "blocks": [[offset, size, allocated, pending], ...]}, ...]}
+
+(`pending` may be left out: a block of three is not pending).
 
 or `{"error": "..."}` when the allocator failed."""
 from __future__ import annotations
@@ -27,7 +29,7 @@ _WIDTH = 1000
 _LABEL = 175        # the left column: a segment's pool and size
 _BAR = _WIDTH - _LABEL - 20
 _ROW = 26
-_ALLOCATED, _FREE, _INK, _MUTED = "#2563eb", "#e5e7eb", "#111827", "#4b5563"
+_ALLOCATED, _FREE, _PENDING, _INK, _MUTED = "#2563eb", "#e5e7eb", "#f59e0b", "#111827", "#4b5563"
 
 
 def parse(text: str) -> dict:
@@ -44,8 +46,8 @@ def parse(text: str) -> dict:
         blocks = seg.get("blocks") if isinstance(seg, dict) else None
         if not isinstance(blocks, list) or not isinstance(seg.get("size"), int) or seg["size"] <= 0:
             raise ValueError("a segment lacks its size or its blocks")
-        if any(not (isinstance(b, list) and len(b) == 3) for b in blocks):
-            raise ValueError("a block is not [offset, size, allocated]")
+        if any(not (isinstance(b, list) and len(b) in (3, 4)) for b in blocks):
+            raise ValueError("a block is not [offset, size, allocated] or [offset, size, allocated, pending]")
     return data
 
 
@@ -71,11 +73,13 @@ def svg(snapshot: dict, title: str) -> str:
             used = sum(b[1] for b in seg["blocks"] if b[2])
             out.append(f'<text x="20" y="{y + 16}" font-size="12" fill="{_INK}">{_mib(seg["size"])}'
                        f'<tspan fill="{_MUTED}"> · {_mib(used)} used</tspan></text>')
-            for offset, size, allocated in seg["blocks"]:
+            for offset, size, allocated, *rest in seg["blocks"]:
                 x, w = _LABEL + offset * scale, max(size * scale, 0.5)
-                state = "allocated" if allocated else "free"
+                pending = bool(rest and rest[0]) and not allocated
+                state = "allocated" if allocated else "pending" if pending else "free"
+                fill = _ALLOCATED if allocated else _PENDING if pending else _FREE
                 out.append(f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{_ROW - 6}" '
-                           f'fill="{_ALLOCATED if allocated else _FREE}" stroke="#ffffff" stroke-width="0.5">'
+                           f'fill="{fill}" stroke="#ffffff" stroke-width="0.5">'
                            f'<title>{state}: {size:,} bytes at offset {offset:,}</title></rect>')
             out.append(f'<rect x="{_LABEL}" y="{y}" width="{seg["size"] * scale:.2f}" height="{_ROW - 6}" '
                        f'fill="none" stroke="{_MUTED}" stroke-width="1"/>')
@@ -86,9 +90,14 @@ def svg(snapshot: dict, title: str) -> str:
         y += 30
     allocated, reserved = stats.get("allocated_bytes", 0), stats.get("reserved_bytes", 0)
     ratio = f", {reserved / allocated:.2f} bytes reserved per byte allocated" if allocated else ""
-    largest = max((b[1] for s in segments for b in s["blocks"] if not b[2]), default=0)
+    def is_pending(b: list) -> bool:
+        return len(b) == 4 and bool(b[3]) and not b[2]
+
+    largest = max((b[1] for s in segments for b in s["blocks"] if not b[2] and not is_pending(b)), default=0)
+    pending = sum(b[1] for s in segments for b in s["blocks"] if is_pending(b))
     caption = [
-        f"allocated {_mib(allocated)} of reserved {_mib(reserved)}{ratio}; largest free block {_mib(largest)}",
+        f"allocated {_mib(allocated)} of reserved {_mib(reserved)}{ratio}; largest free block {_mib(largest)}"
+        + (f"; {_mib(pending)} pending" if pending else ""),
         f"{stats.get('device_mallocs', 0)} device mallocs, {stats.get('device_frees', 0)} device frees, "
         f"{stats.get('cache_hits', 0):,} cache hits, {stats.get('oom_retries', 0)} OOM retries"
         + (f"; one row per segment, to scale ({_mib(round(_BAR / scale))} across)" if segments else ""),
@@ -98,6 +107,10 @@ def svg(snapshot: dict, title: str) -> str:
                f'<text x="40" y="{legend_y + 12}" font-size="12" fill="{_INK}">allocated block</text>'
                f'<rect x="150" y="{legend_y}" width="14" height="14" fill="{_FREE}" stroke="{_MUTED}" stroke-width="0.5"/>'
                f'<text x="170" y="{legend_y + 12}" font-size="12" fill="{_INK}">free block, cached</text>')
+    if pending:
+        out.append(f'<rect x="310" y="{legend_y}" width="14" height="14" fill="{_PENDING}"/>'
+                   f'<text x="330" y="{legend_y + 12}" font-size="12" fill="{_INK}">pending: freed, waiting for '
+                   f'another stream</text>')
     for i, line in enumerate(caption):
         out.append(f'<text x="20" y="{legend_y + 36 + 18 * i}" font-size="12" fill="{_MUTED}">{escape(line, quote=False)}</text>')
     height = legend_y + 36 + 18 * len(caption)

@@ -57,6 +57,17 @@ class MemoryMapTest(unittest.TestCase):
         self.assertIn("7.33 bytes reserved per byte allocated", text)
         self.assertIn("largest free block 18 MiB", text)
 
+    def test_pending_blocks_have_their_own_fill_and_legend(self):
+        self.assertNotIn("pending", " ".join(self.root.itertext()))   # no pending block, no legend entry
+        seg = {"base": 0, "size": 2 * MiB, "small_pool": True,
+               "blocks": [[0, MiB // 2, False, True], [MiB // 2, MiB // 2, True, False], [MiB, MiB, False, False]]}
+        root = ET.fromstring(memory_map.svg(memory_map.parse(json.dumps(dict(SNAPSHOT, segments=[seg]))), "t"))
+        (_, _, pending), (_, _, allocated), (_, _, free) = blocks(root)
+        self.assertEqual(len({pending, allocated, free}), 3)
+        text = " ".join(root.itertext())
+        self.assertIn("pending: freed, waiting for another stream", text)
+        self.assertIn("largest free block 1 MiB; 0.5 MiB pending", text)   # a pending block is not free
+
     def test_an_empty_snapshot_says_so(self):
         empty = dict(SNAPSHOT, segments=[], stats=dict(SNAPSHOT["stats"], allocated_bytes=0, reserved_bytes=0))
         root = ET.fromstring(memory_map.svg(memory_map.parse(json.dumps(empty)), "t"))

@@ -17,14 +17,15 @@ constexpr std::size_t MiB = 1024 * KiB;
 
 using Allocator = alloclab::CachingAllocator<TestDevice>;
 
-/// "small 2097152 @+0: [512 A][2096640 f]" per segment, for failure messages.
+/// "small segment of 2097152: [0+512 allocated] [512+2096640 free]" per segment, for failure
+/// messages (a pending block shows as "pending").
 inline std::string show(const std::vector<alloclab::SegmentInfo>& segments) {
   if (segments.empty()) return "\n  no segment at all";
   std::string s;
   for (const auto& seg : segments) {
     s += std::string(seg.small_pool ? "\n  small" : "\n  large") + " segment of " + std::to_string(seg.size) + ":";
     for (const auto& b : seg.blocks)
-      s += " [" + std::to_string(b.offset) + "+" + std::to_string(b.size) + (b.allocated ? " allocated]" : " free]");
+      s += " [" + std::to_string(b.offset) + "+" + std::to_string(b.size) + (b.allocated ? " allocated]" : b.pending ? " pending]" : " free]");
   }
   return s;
 }
@@ -52,7 +53,8 @@ inline bool same(const std::vector<alloclab::SegmentInfo>& a, const std::vector<
       return false;
     for (std::size_t j = 0; j < a[i].blocks.size(); ++j) {
       const auto &x = a[i].blocks[j], &y = b[i].blocks[j];
-      if (x.offset != y.offset || x.size != y.size || x.allocated != y.allocated) return false;
+      if (x.offset != y.offset || x.size != y.size || x.allocated != y.allocated || x.pending != y.pending)
+        return false;
     }
   }
   return true;
@@ -69,8 +71,9 @@ inline const alloclab::BlockInfo* block_at(const std::vector<alloclab::SegmentIn
 
 /// The first way the snapshot breaks the rules every allocator state keeps, or "". The
 /// blocks of each segment tile it (in order, no gap, no overlap), sizes are multiples of 512,
-/// no two free blocks sit side by side (they would have merged), segments come in address
-/// order without overlapping, and the sums match the stats and the device.
+/// no two free blocks sit side by side (they would have merged; a pending block is not free),
+/// no block is both allocated and pending, segments come in address order without
+/// overlapping, and the sums match the stats and the device.
 inline std::string broken_invariant(const std::vector<alloclab::SegmentInfo>& segments,
                                     const alloclab::CacheStats& stats, const TestDevice& device) {
   std::size_t reserved = 0, allocated = 0;
@@ -91,9 +94,11 @@ inline std::string broken_invariant(const std::vector<alloclab::SegmentInfo>& se
         return where + "its blocks must tile it: a block starts at " + std::to_string(b.offset) + " where " +
                std::to_string(offset) + " was expected";
       if (b.size == 0 || b.size % 512 != 0) return where + "every block's size is a positive multiple of 512";
-      if (!b.allocated && previous_free) return where + "two free blocks side by side should have merged";
+      if (b.allocated && b.pending) return where + "a pending block is freed: it is not allocated too";
+      const bool free = !b.allocated && !b.pending;
+      if (free && previous_free) return where + "two free blocks side by side should have merged";
       if (b.allocated && seg.small_pool && b.size > 1 * MiB) return where + "a small pool block is at most 1 MiB";
-      previous_free = !b.allocated;
+      previous_free = free;
       offset += b.size;
       if (b.allocated) allocated += b.size;
     }

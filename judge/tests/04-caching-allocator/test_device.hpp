@@ -6,6 +6,12 @@
 // answers cudaMalloc. It counts every call and can charge a cost per call, so that going to
 // the device is as visible in a benchmark as it is in an engine. It never throws from
 // malloc or free, and it never crashes on a bad free: it counts it, for the tests to report.
+//
+// It also has streams, as a GPU does, so far as the allocator can see them: an event recorded
+// on a stream completes once that stream has run the work queued on it before the event. Here
+// no work runs by itself: a stream runs what was queued on it when the test calls
+// `complete(stream)`, and every stream when anyone calls `synchronize()`, so that a test can
+// keep an event incomplete as long as it likes, then complete it.
 #pragma once
 
 #include <chrono>
@@ -14,6 +20,7 @@
 #include <iterator>
 #include <map>
 #include <new>
+#include <vector>
 
 namespace alloclab::test {
 
@@ -90,6 +97,45 @@ class TestDevice {
     free_ranges_.emplace_hint(next, offset, size);
   }
 
+  /// An event on `stream`: it completes when `stream` has run all the work queued on it so
+  /// far, that is at the next `complete(stream)` or `synchronize()`. Ids count from 0.
+  int record_event(int stream) noexcept {
+    events_.push_back({stream, ++queued_[stream]});
+    return static_cast<int>(events_.size() - 1);
+  }
+
+  /// Whether the event has completed; never waits. An id `record_event` never returned is
+  /// counted in `bad_event_queries()` and is not done.
+  bool event_done(int event) noexcept {
+    ++event_queries_;
+    if (event < 0 || static_cast<std::size_t>(event) >= events_.size()) {
+      ++bad_event_queries_;
+      return false;
+    }
+    const Event& e = events_[static_cast<std::size_t>(event)];
+    return e.ticket <= ran_[e.stream];
+  }
+
+  /// Waits for every event: every stream runs all the work queued on it.
+  void synchronize() noexcept {
+    ++synchronize_calls_;
+    for (const auto& [stream, queued] : queued_) ran_[stream] = queued;
+  }
+
+  /// For the tests: `stream` runs all the work queued on it so far, so every event recorded on
+  /// it until now completes, and none recorded after.
+  void complete(int stream) noexcept { ran_[stream] = queued_[stream]; }
+
+  std::size_t events_recorded() const noexcept { return events_.size(); }
+  std::size_t events_recorded_on(int stream) const noexcept {
+    std::size_t n = 0;
+    for (const Event& e : events_) n += e.stream == stream;
+    return n;
+  }
+  std::size_t event_queries() const noexcept { return event_queries_; }
+  std::size_t bad_event_queries() const noexcept { return bad_event_queries_; }
+  std::size_t synchronize_calls() const noexcept { return synchronize_calls_; }
+
   /// Refuses from now on any request that would take the bytes in use beyond `bytes`, even
   /// where the budget has room: a device that other processes share.
   void set_limit(std::size_t bytes) noexcept { limit_ = bytes; }
@@ -123,6 +169,11 @@ class TestDevice {
     }
   }
 
+  struct Event {
+    int stream;
+    std::size_t ticket;  // the stream's count of recorded events when this one was recorded
+  };
+
   std::size_t budget_;
   std::chrono::nanoseconds cost_;
   std::byte* memory_;
@@ -131,6 +182,9 @@ class TestDevice {
   std::map<std::size_t, std::size_t> live_;         // offset -> size
   std::size_t in_use_ = 0, peak_in_use_ = 0;
   std::size_t malloc_calls_ = 0, mallocs_ = 0, free_calls_ = 0, frees_ = 0, bad_frees_ = 0;
+  std::vector<Event> events_;
+  std::map<int, std::size_t> queued_, ran_;  // per stream: events recorded, and how many of them have run
+  std::size_t event_queries_ = 0, bad_event_queries_ = 0, synchronize_calls_ = 0;
 };
 
 }  // namespace alloclab::test
