@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "alloclab_test.hpp"
@@ -175,6 +176,15 @@ TEST(CachingRounding, TheDestructorReturnsEverySegment) {
       << "The destructor must give every segment back to the device, blocks still allocated or not: otherwise "
          "the device memory is lost for the rest of the process.";
   EXPECT_EQ(device.bad_frees(), 0u) << "The destructor gave the device a pointer it never handed out.";
+}
+
+TEST(CachingRounding, AnAllocatorCannotBeCopied) {
+  EXPECT_FALSE(std::is_copy_constructible_v<Allocator>)
+      << "CachingAllocator must not be copy-constructible (the contract deletes its copy constructor): a copy "
+         "would hold the same segments, and the two destructors would give each segment back to the device "
+         "twice.";
+  EXPECT_FALSE(std::is_copy_assignable_v<Allocator>)
+      << "CachingAllocator must not be copy-assignable either, for the same reason.";
 }
 
 }  // namespace stage1_rounding

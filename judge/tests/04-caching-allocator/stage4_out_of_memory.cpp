@@ -145,6 +145,31 @@ TEST(CachingOomAndSnapshot, RequestsTooLargeToRoundThrowWithoutADeviceCall) {
       << "A refused request changes no statistic: " << show(alloc.stats());
 }
 
+// SIZE_MAX rounded down to 2 MiB is the largest request whose rounding, to 512 bytes and then to
+// a 2 MiB segment, is representable: it goes to the device like any other (which refuses it),
+// and one byte more is refused before any rounding.
+TEST(CachingOomAndSnapshot, TheLargestRoundableRequestGoesToTheDevice) {
+  constexpr std::size_t largest = SIZE_MAX & ~(2 * MiB - 1);
+  TestDevice device(64 * MiB);
+  Allocator alloc(device);
+  for (std::size_t n : {largest - 2 * MiB + 1, largest - 1, largest}) {
+    const std::size_t calls = device.malloc_calls();
+    EXPECT_THROW((void)alloc.allocate(n), OutOfMemoryError)
+        << "allocate(" << n << ") must throw OutOfMemoryError: the device cannot hold it.";
+    EXPECT_EQ(device.malloc_calls() - calls, 2u)
+        << "allocate(" << n << ") rounds to a segment of " << largest << " bytes without overflow, so it must go "
+        << "to the device, once and once more after empty_cache, like any request the device may refuse. Only "
+        << "requests above " << largest << " (SIZE_MAX rounded down to 2 MiB) are refused without a device call.";
+  }
+  const std::size_t calls = device.malloc_calls();
+  EXPECT_THROW((void)alloc.allocate(largest + 1), OutOfMemoryError)
+      << "allocate(" << largest + 1 << ") must throw OutOfMemoryError: its segment would be " << largest
+      << " + 2 MiB, which wraps around.";
+  EXPECT_EQ(device.malloc_calls(), calls)
+      << "allocate(" << largest + 1 << ") must not call the device: rounding it up to 2 MiB wraps around to a "
+      << "tiny segment size.";
+}
+
 TEST(CachingOomAndSnapshot, StatsCountEverything) {
   TestDevice device(128 * MiB);
   Allocator alloc(device);
@@ -344,8 +369,10 @@ struct Scenario {
 };
 
 // A call that succeeded although one heap allocation inside it failed (a device refusal and
-// its retry): its block must be real, and the allocator still consistent.
-void expect_served(Allocator& alloc, const TestDevice& device, void* p, const std::string& call, long n) {
+// its retry): its block must be real, and the allocator still consistent. The device may have
+// served other allocators before: `mallocs_before` is its count of mallocs when this one began.
+void expect_served(Allocator& alloc, const TestDevice& device, std::size_t mallocs_before, void* p,
+                   const std::string& call, long n) {
   ASSERT_NE(p, nullptr) << call << " returned nullptr when heap allocation " << n << " inside it failed: it "
                         << "must throw std::bad_alloc or serve the request.";
   const auto segments = alloc.snapshot();
@@ -353,9 +380,15 @@ void expect_served(Allocator& alloc, const TestDevice& device, void* p, const st
   EXPECT_TRUE(block != nullptr && block->allocated)
       << call << " returned a pointer that is no allocated block after heap allocation " << n
       << " inside it failed:" << show(segments);
-  const std::string broken = alloclab::test::broken_invariant(segments, alloc.stats(), device);
-  EXPECT_EQ(broken, "") << call << " succeeded after heap allocation " << n << " inside it failed, but " << broken
-                        << show(segments);
+  const auto stats = alloc.stats();
+  std::size_t reserved = 0;
+  for (const auto& seg : segments) reserved += seg.size;
+  EXPECT_TRUE(reserved == stats.reserved_bytes && reserved == device.in_use() &&
+              segments.size() == device.live_allocations() &&
+              stats.device_mallocs == device.mallocs() - mallocs_before)
+      << call << " succeeded after heap allocation " << n << " inside it failed, but the segments, the stats "
+      << "and the device disagree: reserved_bytes and device_mallocs must count exactly the segments the "
+      << "device holds for the allocator. " << show(stats) << show(segments);
   EXPECT_NO_THROW(alloc.deallocate(p)) << "The block " << call << " returned after heap allocation " << n
                                        << " inside it failed must be one that deallocate accepts: it must be "
                                           "recorded as handed out.";
@@ -377,8 +410,11 @@ void check_allocate_under_failing_heap(const Scenario& scenario, bool from_the_c
     expected_offset = twin_device.offset_of(expected);
     expected_after = describe(twin, twin_device);
   }
+  // One device for every round: each allocator gives all its segments back when it goes, so the
+  // next one finds the device as empty as a new one.
+  TestDevice device(scenario.budget);
   for_each_failing_allocation([&](long n) {
-    TestDevice device(scenario.budget);
+    const std::size_t mallocs_before = device.mallocs();
     Allocator alloc(device);
     (void)scenario.setup(alloc);
     const std::string before = describe(alloc, device);
@@ -389,7 +425,7 @@ void check_allocate_under_failing_heap(const Scenario& scenario, bool from_the_c
     const long leaked = news_in_use() - in_use;
     if (!outcome.fired) return false;
     if (!outcome.threw) {
-      expect_served(alloc, device, p, call, n);
+      expect_served(alloc, device, mallocs_before, p, call, n);
       return !::testing::Test::HasFailure();
     }
     const std::string after = describe(alloc, device);
@@ -408,10 +444,13 @@ void check_allocate_under_failing_heap(const Scenario& scenario, bool from_the_c
     }
     if (leaked != 0) {
       ADD_FAILURE() << call << " threw std::bad_alloc when heap allocation " << n << " inside it failed, and "
-                    << (leaked > 0 ? "kept " : "gave back ") << (leaked > 0 ? leaked : -leaked)
-                    << " more heap block(s) than it had: a node left behind in a free set or a map names a "
-                    << "block that is gone, and a node given back means an entry was lost. Undo what the call "
-                    << "made before it failed, and change nothing else until every step that may fail is done.";
+                    << (leaked > 0 ? "kept " + std::to_string(leaked) + " heap block(s) it took during the call: "
+                                     "a Block, or a key or entry naming one, was left behind"
+                                   : "gave back " + std::to_string(-leaked) + " heap block(s) it held before the "
+                                     "call: an entry of a free set or a map was erased on the way out, so a free "
+                                     "block left its pool or a record was lost")
+                    << ". Undo what the call made before it failed, and change nothing else until every step "
+                    << "that may fail is done.";
       return false;
     }
     void* again = alloc.allocate(scenario.request);
@@ -440,8 +479,8 @@ TEST(CachingOomAndSnapshot, AllocateFromTheCacheChangesNothingWhenTheHeapFails) 
          a.deallocate(first);
          return nullptr;
        }},
-      {"a large segment with a free rest of 17 MiB (a split)", 24 * MiB, 4 * MiB, [](Allocator& a) { return a.allocate(3 * MiB); }},
-      {"a large segment with a free rest of 17 MiB (taken whole)", 24 * MiB, 16 * MiB + 512 * KiB,
+      {"a large segment with a free rest of 17 MiB (a split)", 20 * MiB, 4 * MiB, [](Allocator& a) { return a.allocate(3 * MiB); }},
+      {"a large segment with a free rest of 17 MiB (taken whole)", 20 * MiB, 16 * MiB + 512 * KiB,
        [](Allocator& a) { return a.allocate(3 * MiB); }},
   };
   for (const Scenario& scenario : scenarios) {
@@ -462,9 +501,10 @@ TEST(CachingOomAndSnapshot, ANewSegmentChangesNothingWhenTheHeapFails) {
          (void)a.allocate(MiB);
          return a.allocate(MiB);
        }},
-      {"a full large segment (a 20 MiB segment, split)", 48 * MiB, 3 * MiB, [](Allocator& a) { return a.allocate(19 * MiB); }},
-      {"a large segment with 17 MiB free (an 18 MiB segment, taken whole)", 48 * MiB, 18 * MiB,
-       [](Allocator& a) { return a.allocate(3 * MiB); }},
+      {"a full 12 MiB large segment (a 20 MiB segment, split)", 32 * MiB, 3 * MiB,
+       [](Allocator& a) { return a.allocate(11 * MiB); }},
+      {"a full 12 MiB large segment (a 10 MiB segment, taken whole)", 22 * MiB, 10 * MiB,
+       [](Allocator& a) { return a.allocate(11 * MiB); }},
   };
   for (const Scenario& scenario : scenarios) {
     check_allocate_under_failing_heap(scenario, false);
@@ -508,7 +548,7 @@ TEST(CachingOomAndSnapshot, DeallocateChangesNothingWhenTheHeapFails) {
          a.deallocate(third);
          return p;
        }},
-      {"a large block between a free one and the segment's free rest", 24 * MiB, 0,
+      {"a large block between a free one and the segment's free rest", 20 * MiB, 0,
        [](Allocator& a) {
          void* first = a.allocate(3 * MiB);
          void* p = a.allocate(4 * MiB);
@@ -518,8 +558,8 @@ TEST(CachingOomAndSnapshot, DeallocateChangesNothingWhenTheHeapFails) {
   };
   for (const Scenario& scenario : scenarios) {
     const std::string call = std::string("deallocate of ") + scenario.what;
+    TestDevice device(scenario.budget), twin_device(scenario.budget);  // as empty again after each round
     for_each_failing_allocation([&](long n) {
-      TestDevice device(scenario.budget), twin_device(scenario.budget);
       Allocator alloc(device), twin(twin_device);
       void* p = scenario.setup(alloc);
       void* twin_p = scenario.setup(twin);
