@@ -76,13 +76,16 @@ class CachingAllocator {
   /// Stage 4. TODO: when the device returns nullptr, empty the cache, count one oom_retry, and
   /// ask once more; if it refuses again, throw OutOfMemoryError(n, allocated, reserved) and
   /// change nothing else. A request so large that rounding it would overflow throws
-  /// OutOfMemoryError without calling the device. Keep the stats up to date.
+  /// OutOfMemoryError without calling the device. Keep the stats up to date. When the heap
+  /// refuses memory for your bookkeeping (std::bad_alloc), let it through and change nothing:
+  /// a segment the device already gave goes back to it.
   [[nodiscard]] void* allocate([[maybe_unused]] std::size_t n) { return nullptr; }
 
   /// Stage 3. TODO: nullptr is a no-op. Merge the block with its free neighbours in the same
   /// segment (never across segments) and put it back in its pool. A pointer this allocator did
   /// not hand out, an interior pointer, or one already freed throws std::invalid_argument and
   /// changes nothing.
+  /// Stage 4. TODO: when the heap refuses memory (std::bad_alloc), throw it and change nothing.
   void deallocate([[maybe_unused]] void* p) {}
 
   /// Stage 3. TODO: give back to the device every segment that holds no allocated block.
