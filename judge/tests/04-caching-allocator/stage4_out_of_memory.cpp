@@ -563,6 +563,11 @@ TEST(CachingOomAndSnapshot, DeallocateChangesNothingWhenTheHeapFails) {
       Allocator alloc(device), twin(twin_device);
       void* p = scenario.setup(alloc);
       void* twin_p = scenario.setup(twin);
+      if (p == nullptr || twin_p == nullptr) {
+        ADD_FAILURE() << "To set up " << scenario.what << ", this test allocates blocks of 4 KiB or a few MiB, and "
+                      << "allocate returned nullptr.";
+        return false;
+      }
       const std::string before = describe(alloc, device);
       const std::size_t malloc_calls = device.malloc_calls(), free_calls = device.free_calls();
       const long in_use = news_in_use();
