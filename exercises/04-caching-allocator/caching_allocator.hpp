@@ -82,7 +82,9 @@ class CachingAllocator {
   /// Stage 4. TODO: when the device returns nullptr, empty the cache, count one oom_retry, and
   /// ask once more; if it refuses again, throw OutOfMemoryError(n, allocated, reserved) and
   /// change nothing else. A request so large that rounding it would overflow throws
-  /// OutOfMemoryError without calling the device. Keep the stats up to date.
+  /// OutOfMemoryError without calling the device. Keep the stats up to date. When the heap
+  /// refuses memory for your bookkeeping (std::bad_alloc), let it through and change nothing:
+  /// a segment the device already gave goes back to it.
   /// Stage 5. TODO: `allocate(n)` is `allocate(n, 0)`. A new segment belongs to the stream of
   /// the request it is made for, and its blocks serve only requests of that stream (best fit
   /// within the stream). Before anything else, every allocate with n > 0 frees the pending
@@ -93,6 +95,7 @@ class CachingAllocator {
   /// segment (never across segments) and put it back in its pool. A pointer this allocator did
   /// not hand out, an interior pointer, or one already freed throws std::invalid_argument and
   /// changes nothing.
+  /// Stage 4. TODO: when the heap refuses memory (std::bad_alloc), throw it and change nothing.
   /// Stage 5. TODO: a block recorded on other streams is not freed yet: record one event on
   /// each of those streams (device_.record_event(stream), once per stream however often it was
   /// recorded), and the block becomes pending: no longer allocated (allocated_bytes drops),

@@ -322,8 +322,8 @@ class CachingAllocator {
   [[gnu::noinline]] void* allocate_from_new_segment(std::size_t n, std::size_t size, int stream) {
     const std::size_t bytes = segment_size(size);
     const bool small = size <= kSmallSize;
-    // Everything that may throw before the device call: the segment's first Block and its
-    // entry in the segment map are ready before the memory exists.
+    // The segment's first Block is made before the device call, so that a heap failure here
+    // costs nothing; what is allocated after the call gives the memory back if it throws.
     auto head = std::make_unique<Block>(Block{0, bytes, false, small, false, stream, nullptr, nullptr, {}});
     void* memory = device_.malloc(bytes);
     if (memory == nullptr) {

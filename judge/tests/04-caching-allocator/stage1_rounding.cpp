@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "alloclab_test.hpp"
@@ -37,16 +38,30 @@ TEST(CachingRounding, RoundSizeRoundsUpToMultiplesOf512) {
 TEST(CachingRounding, ZeroBytesGiveNullptrAndChangeNothing) {
   TestDevice device(64 * MiB);
   Allocator alloc(device);
+  EXPECT_EQ(alloc.allocate(0), nullptr)
+      << "allocate(0) on an empty allocator must return nullptr: there is nothing to hand out, and a block for "
+         "0 bytes would hold 512 bytes for nothing.";
+  EXPECT_EQ(device.malloc_calls(), 0u) << "allocate(0) on an empty allocator must not call the device: a segment "
+                                          "taken for 0 bytes is device memory held for nothing.";
+  EXPECT_TRUE(alloclab::test::same(alloc.stats(), alloclab::CacheStats{}))
+      << "allocate(0) on an empty allocator must change no statistic (it is neither a cache hit nor an "
+         "allocation): " << show(alloc.stats());
+  // The same with a segment in the cache, whose free rest could serve a block.
   void* p = alloc.allocate(100);
-  ASSERT_NE(p, nullptr) << "allocate(100) on an empty allocator returned nullptr: it must ask the device for a "
-                           "segment and hand out a block of it.";
+  ASSERT_NE(p, nullptr) << "To check allocate(0) beside a cached segment, this test first allocates 100 bytes, "
+                           "and allocate(100) returned nullptr: it must take a segment from the device and hand "
+                           "out its start.";
   const auto before = alloc.stats();
+  const auto segments = alloc.snapshot();
   const std::size_t calls = device.malloc_calls();
-  EXPECT_EQ(alloc.allocate(0), nullptr) << "allocate(0) must return nullptr: there is nothing to hand out.";
-  EXPECT_EQ(device.malloc_calls(), calls) << "allocate(0) must not call the device.";
+  EXPECT_EQ(alloc.allocate(0), nullptr)
+      << "allocate(0) must return nullptr even when a cached free block could serve it.";
+  EXPECT_EQ(device.malloc_calls(), calls) << "allocate(0) beside a cached segment must not call the device.";
   EXPECT_TRUE(alloclab::test::same(alloc.stats(), before))
-      << "allocate(0) must change no statistic (it is neither a cache hit nor an allocation): before "
-      << show(before) << ", after " << show(alloc.stats());
+      << "allocate(0) beside a cached segment must change no statistic: before " << show(before) << ", after "
+      << show(alloc.stats());
+  EXPECT_TRUE(alloclab::test::same(alloc.snapshot(), segments))
+      << "allocate(0) beside a cached segment must split no block and hand out none:" << show(alloc.snapshot());
 }
 
 TEST(CachingRounding, ASmallRequestGetsATwoMiBSegment) {
@@ -161,6 +176,15 @@ TEST(CachingRounding, TheDestructorReturnsEverySegment) {
       << "The destructor must give every segment back to the device, blocks still allocated or not: otherwise "
          "the device memory is lost for the rest of the process.";
   EXPECT_EQ(device.bad_frees(), 0u) << "The destructor gave the device a pointer it never handed out.";
+}
+
+TEST(CachingRounding, AnAllocatorCannotBeCopied) {
+  EXPECT_FALSE(std::is_copy_constructible_v<Allocator>)
+      << "CachingAllocator must not be copy-constructible (the contract deletes its copy constructor): a copy "
+         "would hold the same segments, and the two destructors would give each segment back to the device "
+         "twice.";
+  EXPECT_FALSE(std::is_copy_assignable_v<Allocator>)
+      << "CachingAllocator must not be copy-assignable either, for the same reason.";
 }
 
 }  // namespace stage1_rounding

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "alloclab_test.hpp"
@@ -90,26 +91,70 @@ TEST(CachingCoalescing, AMergedBlockServesALargerRequest) {
   EXPECT_EQ(device.mallocs(), 1u) << "The merged segment serves both requests: no device call.";
 }
 
+// The first block of each segment that runs past the segment's end, described, or "".
+std::string block_past_its_segment(const std::vector<alloclab::SegmentInfo>& segments) {
+  for (const auto& seg : segments)
+    for (const auto& b : seg.blocks)
+      if (b.offset + b.size > seg.size)
+        return "the block at offset " + std::to_string(b.offset) + " of the segment at " + std::to_string(seg.base) +
+               " is " + std::to_string(b.size) + " bytes long: it runs " + std::to_string(b.offset + b.size - seg.size) +
+               " bytes past the end of its " + std::to_string(seg.size) + "-byte segment";
+  return "";
+}
+
+// Two small segments side by side in the device's memory, [a][b] and [c][d]: b ends where c
+// starts. Freed, b and c touch, yet they belong to two device allocations.
 TEST(CachingCoalescing, NeverMergesAcrossSegments) {
-  TestDevice device(64 * MiB);
-  Allocator alloc(device);
-  void* a = alloc.allocate(MiB);
-  void* b = alloc.allocate(MiB);
-  void* c = alloc.allocate(MiB);
-  void* d = alloc.allocate(MiB);
-  ASSERT_TRUE(a && b && c && d) << "Four 1 MiB requests must fill two small segments.";
-  ASSERT_EQ(static_cast<char*>(c), static_cast<char*>(a) + 2 * MiB)
-      << "This test expects the device to place the second segment right after the first.";
-  alloc.deallocate(b);  // the end of segment 1
-  alloc.deallocate(c);  // the start of segment 2, at the next address
-  const auto segments = alloc.snapshot();
-  ASSERT_EQ(segments.size(), 2u) << "Two segments:" << show(segments);
-  EXPECT_EQ(segments[0].blocks.size(), 2u)
-      << "The free end of one segment and the free start of the next touch in memory but belong to two device "
-         "allocations: merged, the block could not be returned to the device, and a segment's size would "
-         "change under it:" << show(segments);
-  EXPECT_EQ(segments[1].blocks.size(), 2u) << show(segments);
-  EXPECT_TRUE(segments[0].size == 2 * MiB && segments[1].size == 2 * MiB) << show(segments);
+  {
+    TestDevice device(64 * MiB);
+    Allocator alloc(device);
+    void* a = alloc.allocate(MiB);
+    void* b = alloc.allocate(MiB);
+    void* c = alloc.allocate(MiB);
+    void* d = alloc.allocate(MiB);
+    ASSERT_TRUE(a && b && c && d) << "Four 1 MiB requests must fill two small segments.";
+    ASSERT_EQ(static_cast<char*>(c), static_cast<char*>(a) + 2 * MiB)
+        << "This test expects the device to place the second segment right after the first.";
+    alloc.deallocate(b);  // the end of segment 1
+    alloc.deallocate(c);  // the start of segment 2, at the next address
+    alloc.deallocate(a);  // segment 1 holds no allocated block any more
+    alloc.empty_cache();
+    ASSERT_EQ(device.live_allocations(), 1u)
+        << "With a and b freed, the first segment holds no allocated block: its blocks must merge into one free "
+           "block exactly as long as the segment, which empty_cache gives back to the device. The segment was "
+           "kept: a block merged across the segment's end with the free start of the next segment (at the very "
+           "next address, but another device allocation), so the merged block runs past its own segment's end, "
+           "and neither segment can ever be given back. A freed block merges only with its neighbours in its "
+           "own segment.";
+    EXPECT_TRUE(device.size_of(a) == 0 && device.size_of(c) == 2 * MiB)
+        << "The segment given back must be the first one, [a][b], and the second, [c][d], must stay.";
+    const auto segments = alloc.snapshot();
+    EXPECT_EQ(block_past_its_segment(segments), "")
+        << "A block never runs past the end of its segment:" << show(segments);
+    EXPECT_EQ(segments.size(), 1u) << "Only the second segment, [c][d], is left:" << show(segments);
+  }
+  {
+    TestDevice device(64 * MiB);
+    Allocator alloc(device);
+    void* a = alloc.allocate(MiB);
+    void* b = alloc.allocate(MiB);
+    void* c = alloc.allocate(MiB);
+    void* d = alloc.allocate(MiB);
+    ASSERT_TRUE(a && b && c && d) << "Four 1 MiB requests must fill two small segments.";
+    alloc.deallocate(c);  // the start of segment 2
+    alloc.deallocate(b);  // the end of segment 1, just below it
+    const auto segments = alloc.snapshot();
+    const std::string past = block_past_its_segment(segments);
+    EXPECT_EQ(past, "") << "After freeing the end of one segment and the free start of the next, which touch in "
+                           "memory, " << past << ": it merged with a block of another segment. A segment is one "
+                           "device allocation, given back whole or not at all; a block that spans two could "
+                           "never be returned, and each segment's size would change under it:" << show(segments);
+    ASSERT_EQ(segments.size(), 2u) << "Both segments stay, each holding an allocated block:" << show(segments);
+    for (const auto& seg : segments)
+      EXPECT_TRUE(seg.size == 2 * MiB && seg.blocks.size() == 2u)
+          << "Each segment is still two 1 MiB blocks, one free and one allocated: the free ones touch in memory "
+             "but must stay apart:" << show(segments);
+  }
 }
 
 TEST(CachingCoalescing, FreeingNullptrDoesNothing) {

@@ -6,13 +6,16 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <new>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "alloclab_test.hpp"
 #include "caching_test_support.hpp"
+#include "failing_new.hpp"
 #include "test_device.hpp"
 
 namespace stage4_out_of_memory {
@@ -23,6 +26,10 @@ using alloclab::test::KiB;
 using alloclab::test::MiB;
 using alloclab::test::show;
 using alloclab::test::TestDevice;
+using alloclab::test::call_with_failing_new;
+using alloclab::test::failing_new_works;
+using alloclab::test::for_each_failing_allocation;
+using alloclab::test::news_in_use;
 
 TEST(CachingOomAndSnapshot, ARefusalEmptiesTheCacheAndRetriesOnce) {
   TestDevice device(64 * MiB);
@@ -136,6 +143,31 @@ TEST(CachingOomAndSnapshot, RequestsTooLargeToRoundThrowWithoutADeviceCall) {
   }
   EXPECT_TRUE(alloclab::test::same(alloc.stats(), stats))
       << "A refused request changes no statistic: " << show(alloc.stats());
+}
+
+// SIZE_MAX rounded down to 2 MiB is the largest request whose rounding, to 512 bytes and then to
+// a 2 MiB segment, is representable: it goes to the device like any other (which refuses it),
+// and one byte more is refused before any rounding.
+TEST(CachingOomAndSnapshot, TheLargestRoundableRequestGoesToTheDevice) {
+  constexpr std::size_t largest = SIZE_MAX & ~(2 * MiB - 1);
+  TestDevice device(64 * MiB);
+  Allocator alloc(device);
+  for (std::size_t n : {largest - 2 * MiB + 1, largest - 1, largest}) {
+    const std::size_t calls = device.malloc_calls();
+    EXPECT_THROW((void)alloc.allocate(n), OutOfMemoryError)
+        << "allocate(" << n << ") must throw OutOfMemoryError: the device cannot hold it.";
+    EXPECT_EQ(device.malloc_calls() - calls, 2u)
+        << "allocate(" << n << ") rounds to a segment of " << largest << " bytes without overflow, so it must go "
+        << "to the device, once and once more after empty_cache, like any request the device may refuse. Only "
+        << "requests above " << largest << " (SIZE_MAX rounded down to 2 MiB) are refused without a device call.";
+  }
+  const std::size_t calls = device.malloc_calls();
+  EXPECT_THROW((void)alloc.allocate(largest + 1), OutOfMemoryError)
+      << "allocate(" << largest + 1 << ") must throw OutOfMemoryError: its segment would be " << largest
+      << " + 2 MiB, which wraps around.";
+  EXPECT_EQ(device.malloc_calls(), calls)
+      << "allocate(" << largest + 1 << ") must not call the device: rounding it up to 2 MiB wraps around to a "
+      << "tiny segment size.";
 }
 
 TEST(CachingOomAndSnapshot, StatsCountEverything) {
@@ -300,6 +332,290 @@ TEST(CachingOomAndSnapshot, ARandomRunKeepsEveryInvariant) {
   for (const Live& l : live) alloc.deallocate(l.p);
   alloc.empty_cache();
   EXPECT_EQ(device.live_allocations(), 0u) << "After every block is freed, empty_cache returns every segment.";
+}
+
+// ---- a heap that fails inside allocate and deallocate ---------------------------------------
+//
+// The allocator's own bookkeeping (its Block nodes, the free sets, the map of allocated blocks,
+// the segment map) takes memory from the heap, and the heap can refuse. Each test below sets up
+// an allocator, then refuses each heap allocation of one call in turn: a call that throws
+// std::bad_alloc must leave everything as it was, give back any device segment it took, lose no
+// block from a pool, and the same call made again must then do what it would have done had
+// nothing failed, as on a twin allocator that went through the same calls without a failure.
+// The test device itself allocates inside malloc: a refusal there is a device refusal, which the
+// allocator answers with its retry, and the call then succeeds.
+
+// What a caller can observe, with addresses counted from the device's start, so that two
+// allocators on two devices that went through the same calls describe alike.
+std::string describe(const Allocator& alloc, const TestDevice& device) {
+  std::string s = show(alloc.stats());
+  for (const auto& seg : alloc.snapshot()) {
+    s += std::string(seg.small_pool ? "\n  small" : "\n  large") + " segment at device offset " +
+         std::to_string(device.offset_of(seg.base)) + ", " + std::to_string(seg.size) + " bytes:";
+    for (const auto& b : seg.blocks)
+      s += " [" + std::to_string(b.offset) + "+" + std::to_string(b.size) + (b.allocated ? " allocated]" : " free]");
+  }
+  return s + "\n  device: " + std::to_string(device.in_use()) + " bytes in use in " +
+         std::to_string(device.live_allocations()) + " allocations";
+}
+
+// One state to start from: `setup` makes it with a few calls and returns the block that the
+// call under test frees, if it frees one.
+struct Scenario {
+  const char* what;
+  std::size_t budget;   // the device's
+  std::size_t request;  // what the call under test asks for, when it allocates
+  std::function<void*(Allocator&)> setup;
+};
+
+// A call that succeeded although one heap allocation inside it failed (a device refusal and
+// its retry): its block must be real, and the allocator still consistent. The device may have
+// served other allocators before: `mallocs_before` is its count of mallocs when this one began.
+void expect_served(Allocator& alloc, const TestDevice& device, std::size_t mallocs_before, void* p,
+                   const std::string& call, long n) {
+  ASSERT_NE(p, nullptr) << call << " returned nullptr when heap allocation " << n << " inside it failed: it "
+                        << "must throw std::bad_alloc or serve the request.";
+  const auto segments = alloc.snapshot();
+  const auto* block = alloclab::test::block_at(segments, p);
+  EXPECT_TRUE(block != nullptr && block->allocated)
+      << call << " returned a pointer that is no allocated block after heap allocation " << n
+      << " inside it failed:" << show(segments);
+  const auto stats = alloc.stats();
+  std::size_t reserved = 0;
+  for (const auto& seg : segments) reserved += seg.size;
+  EXPECT_TRUE(reserved == stats.reserved_bytes && reserved == device.in_use() &&
+              segments.size() == device.live_allocations() &&
+              stats.device_mallocs == device.mallocs() - mallocs_before)
+      << call << " succeeded after heap allocation " << n << " inside it failed, but the segments, the stats "
+      << "and the device disagree: reserved_bytes and device_mallocs must count exactly the segments the "
+      << "device holds for the allocator. " << show(stats) << show(segments);
+  EXPECT_NO_THROW(alloc.deallocate(p)) << "The block " << call << " returned after heap allocation " << n
+                                       << " inside it failed must be one that deallocate accepts: it must be "
+                                          "recorded as handed out.";
+}
+
+// Refuses each heap allocation of allocate(request) in turn, on a fresh allocator set up by
+// the scenario each time.
+void check_allocate_under_failing_heap(const Scenario& scenario, bool from_the_cache) {
+  const std::string call = "allocate(" + std::to_string(scenario.request) + ") on " + scenario.what;
+  // The twin: the same calls, nothing failing.
+  std::size_t expected_offset = 0;
+  std::string expected_after;
+  {
+    TestDevice twin_device(scenario.budget);
+    Allocator twin(twin_device);
+    (void)scenario.setup(twin);
+    void* expected = twin.allocate(scenario.request);
+    ASSERT_NE(expected, nullptr) << call << " returned nullptr.";
+    expected_offset = twin_device.offset_of(expected);
+    expected_after = describe(twin, twin_device);
+  }
+  // One device for every round: each allocator gives all its segments back when it goes, so the
+  // next one finds the device as empty as a new one.
+  TestDevice device(scenario.budget);
+  for_each_failing_allocation([&](long n) {
+    const std::size_t mallocs_before = device.mallocs();
+    Allocator alloc(device);
+    (void)scenario.setup(alloc);
+    const std::string before = describe(alloc, device);
+    const std::size_t malloc_calls = device.malloc_calls(), free_calls = device.free_calls();
+    const long in_use = news_in_use();
+    void* p = nullptr;
+    const auto outcome = call_with_failing_new(n, [&] { p = alloc.allocate(scenario.request); });
+    const long leaked = news_in_use() - in_use;
+    if (!outcome.fired) return false;
+    if (!outcome.threw) {
+      expect_served(alloc, device, mallocs_before, p, call, n);
+      return !::testing::Test::HasFailure();
+    }
+    const std::string after = describe(alloc, device);
+    if (after != before) {
+      ADD_FAILURE() << call << " threw std::bad_alloc when heap allocation " << n << " inside it failed, and it "
+                    << "changed the allocator on the way out: a call that throws must change nothing. A segment "
+                    << "taken from the device goes back to it, a block stays in its pool, the stats stay as they "
+                    << "were.\n  before:" << before << "\n  after:" << after;
+      return false;
+    }
+    if (from_the_cache && (device.malloc_calls() != malloc_calls || device.free_calls() != free_calls)) {
+      ADD_FAILURE() << call << " threw std::bad_alloc when heap allocation " << n << " inside it failed, and it "
+                    << "called the device although a cached block fits: a request served from the cache never "
+                    << "goes to the device.";
+      return false;
+    }
+    if (leaked != 0) {
+      ADD_FAILURE() << call << " threw std::bad_alloc when heap allocation " << n << " inside it failed, and "
+                    << (leaked > 0 ? "kept " + std::to_string(leaked) + " heap block(s) it took during the call: "
+                                     "a Block, or a key or entry naming one, was left behind"
+                                   : "gave back " + std::to_string(-leaked) + " heap block(s) it held before the "
+                                     "call: an entry of a free set or a map was erased on the way out, so a free "
+                                     "block left its pool or a record was lost")
+                    << ". Undo what the call made before it failed, and change nothing else until every step "
+                    << "that may fail is done.";
+      return false;
+    }
+    void* again = alloc.allocate(scenario.request);
+    EXPECT_TRUE(again != nullptr && device.offset_of(again) == expected_offset)
+        << "After " << call << " threw std::bad_alloc when heap allocation " << n << " inside it failed, the "
+        << "same request must land where it lands when nothing failed, at device offset " << expected_offset
+        << ": a block that left its pool on the way out can never be handed out again.\n  after the failure:"
+        << describe(alloc, device);
+    EXPECT_EQ(describe(alloc, device), expected_after)
+        << "After " << call << " threw std::bad_alloc when heap allocation " << n << " inside it failed, "
+        << "and the same request was made again, the allocator must be as if nothing had failed.";
+    return !::testing::Test::HasFailure();
+  });
+}
+
+// A request served from a cached block: the split's new Block and its key, and the entry in the
+// map of allocated blocks, are made before anything changes.
+TEST(CachingOomAndSnapshot, AllocateFromTheCacheChangesNothingWhenTheHeapFails) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  const Scenario scenarios[] = {
+      {"a small segment with a free rest (a split)", 4 * MiB, 8 * KiB, [](Allocator& a) { return a.allocate(4 * KiB); }},
+      {"a free 4 KiB block between two allocated ones (an exact fit)", 4 * MiB, 4 * KiB,
+       [](Allocator& a) {
+         void* first = a.allocate(4 * KiB);
+         (void)a.allocate(4 * KiB);
+         a.deallocate(first);
+         return nullptr;
+       }},
+      {"a large segment with a free rest of 17 MiB (a split)", 20 * MiB, 4 * MiB, [](Allocator& a) { return a.allocate(3 * MiB); }},
+      {"a large segment with a free rest of 17 MiB (taken whole)", 20 * MiB, 16 * MiB + 512 * KiB,
+       [](Allocator& a) { return a.allocate(3 * MiB); }},
+  };
+  for (const Scenario& scenario : scenarios) {
+    check_allocate_under_failing_heap(scenario, true);
+    if (HasFailure()) return;
+  }
+}
+
+// A request that needs a new segment: its Block, its entry in the segment map, its key and the
+// split all need the heap; when one of them fails after the device gave the segment, the segment
+// goes back to the device and, as far as the stats go, never came.
+TEST(CachingOomAndSnapshot, ANewSegmentChangesNothingWhenTheHeapFails) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  const Scenario scenarios[] = {
+      {"an empty allocator (a small segment, split)", 4 * MiB, 4 * KiB, [](Allocator&) -> void* { return nullptr; }},
+      {"a full small segment (a second small segment, split)", 8 * MiB, 4 * KiB,
+       [](Allocator& a) {
+         (void)a.allocate(MiB);
+         return a.allocate(MiB);
+       }},
+      {"a full 12 MiB large segment (a 20 MiB segment, split)", 32 * MiB, 3 * MiB,
+       [](Allocator& a) { return a.allocate(11 * MiB); }},
+      {"a full 12 MiB large segment (a 10 MiB segment, taken whole)", 22 * MiB, 10 * MiB,
+       [](Allocator& a) { return a.allocate(11 * MiB); }},
+  };
+  for (const Scenario& scenario : scenarios) {
+    check_allocate_under_failing_heap(scenario, false);
+    if (HasFailure()) return;
+  }
+}
+
+// deallocate inserts the merged block's key, the one step that needs the heap, before it
+// unlinks or merges anything: when that insertion fails, the block is still allocated, its
+// neighbours still free and in their pool, and freeing it again then works.
+TEST(CachingOomAndSnapshot, DeallocateChangesNothingWhenTheHeapFails) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  const Scenario scenarios[] = {
+      {"a block between two allocated ones", 4 * MiB, 0,
+       [](Allocator& a) {
+         (void)a.allocate(4 * KiB);
+         void* p = a.allocate(4 * KiB);
+         (void)a.allocate(4 * KiB);
+         return p;
+       }},
+      {"a block after a free one", 4 * MiB, 0,
+       [](Allocator& a) {
+         void* first = a.allocate(4 * KiB);
+         void* p = a.allocate(4 * KiB);
+         (void)a.allocate(4 * KiB);
+         a.deallocate(first);
+         return p;
+       }},
+      {"a block before the segment's free rest", 4 * MiB, 0,
+       [](Allocator& a) {
+         (void)a.allocate(4 * KiB);
+         return a.allocate(4 * KiB);
+       }},
+      {"a block between two free ones", 4 * MiB, 0,
+       [](Allocator& a) {
+         void* first = a.allocate(4 * KiB);
+         void* p = a.allocate(4 * KiB);
+         void* third = a.allocate(4 * KiB);
+         (void)a.allocate(4 * KiB);
+         a.deallocate(first);
+         a.deallocate(third);
+         return p;
+       }},
+      {"a large block between a free one and the segment's free rest", 20 * MiB, 0,
+       [](Allocator& a) {
+         void* first = a.allocate(3 * MiB);
+         void* p = a.allocate(4 * MiB);
+         a.deallocate(first);
+         return p;
+       }},
+  };
+  for (const Scenario& scenario : scenarios) {
+    const std::string call = std::string("deallocate of ") + scenario.what;
+    TestDevice device(scenario.budget), twin_device(scenario.budget);  // as empty again after each round
+    for_each_failing_allocation([&](long n) {
+      Allocator alloc(device), twin(twin_device);
+      void* p = scenario.setup(alloc);
+      void* twin_p = scenario.setup(twin);
+      if (p == nullptr || twin_p == nullptr) {
+        ADD_FAILURE() << "To set up " << scenario.what << ", this test allocates blocks of 4 KiB or a few MiB, and "
+                      << "allocate returned nullptr.";
+        return false;
+      }
+      const std::string before = describe(alloc, device);
+      const std::size_t malloc_calls = device.malloc_calls(), free_calls = device.free_calls();
+      const long in_use = news_in_use();
+      const auto outcome = call_with_failing_new(n, [&] { alloc.deallocate(p); });
+      const long leaked = news_in_use() - in_use;
+      if (!outcome.fired) return false;
+      if (device.malloc_calls() != malloc_calls || device.free_calls() != free_calls) {
+        ADD_FAILURE() << call << " called the device: a freed block stays in the cache.";
+        return false;
+      }
+      if (!outcome.threw) {
+        twin.deallocate(twin_p);
+        EXPECT_EQ(describe(alloc, device), describe(twin, twin_device))
+            << call << " succeeded although heap allocation " << n << " inside it failed; it must then have "
+            << "freed the block as it does when nothing fails.";
+        return !HasFailure();
+      }
+      const std::string after = describe(alloc, device);
+      if (after != before) {
+        ADD_FAILURE() << call << " threw std::bad_alloc when heap allocation " << n << " inside it failed, and "
+                      << "it changed the allocator on the way out: a call that throws must change nothing. The "
+                      << "block stays allocated and its free neighbours stay as they were, in their pool. Insert "
+                      << "the merged block's key first: nothing that follows it can fail.\n  before:" << before
+                      << "\n  after:" << after;
+        return false;
+      }
+      if (leaked != 0) {
+        ADD_FAILURE() << call << " threw std::bad_alloc when heap allocation " << n << " inside it failed, and "
+                      << (leaked > 0 ? "kept " : "gave back ") << (leaked > 0 ? leaked : -leaked)
+                      << " more heap block(s) than it had: a free neighbour's key or the block's own entry was "
+                      << "lost or left behind.";
+        return false;
+      }
+      EXPECT_NO_THROW(alloc.deallocate(p))
+          << "After " << call << " threw std::bad_alloc, the block is still allocated: freeing it again must work.";
+      twin.deallocate(twin_p);
+      EXPECT_EQ(describe(alloc, device), describe(twin, twin_device))
+          << "After " << call << " threw std::bad_alloc when heap allocation " << n << " inside it failed and "
+          << "the block was freed again, the allocator must be as if nothing had failed.";
+      void* reuse = alloc.allocate(4 * KiB);
+      void* twin_reuse = twin.allocate(4 * KiB);
+      EXPECT_TRUE(reuse != nullptr && device.offset_of(reuse) == twin_device.offset_of(twin_reuse))
+          << "After " << call << " threw and the block was freed again, allocate(4 KiB) must take the same "
+          << "free block as when nothing failed: every free block must still be in its pool.";
+      return !HasFailure();
+    });
+    if (HasFailure()) return;
+  }
 }
 
 }  // namespace stage4_out_of_memory

@@ -6,6 +6,8 @@
 // answers cudaMalloc. It counts every call and can charge a cost per call, so that going to
 // the device is as visible in a benchmark as it is in an engine. It never throws from
 // malloc or free, and it never crashes on a bad free: it counts it, for the tests to report.
+// free never allocates from the heap, and malloc at most once, before it changes anything:
+// when the heap refuses, malloc answers nullptr, as the device would.
 //
 // It also has streams, as a GPU does, so far as the allocator can see them: an event recorded
 // on a stream completes once that stream has run the work queued on it before the event. Here
@@ -20,6 +22,7 @@
 #include <iterator>
 #include <map>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace alloclab::test {
@@ -49,14 +52,18 @@ class TestDevice {
     for (auto it = free_ranges_.begin(); it != free_ranges_.end(); ++it) {
       if (it->second < size) continue;
       const std::size_t offset = it->first, left = it->second - size;
-      try {
-        live_.emplace(offset, size);
-        free_ranges_.erase(it);
-        if (left) free_ranges_.emplace(offset + size, left);
-      } catch (const std::bad_alloc&) {
-        live_.erase(offset);
-        return nullptr;
+      // The range's own node becomes the live entry; only a leftover range needs a new node,
+      // made first, so that a heap failure refuses the call and changes nothing.
+      if (left) {
+        try {
+          free_ranges_.emplace(offset + size, left);
+        } catch (const std::bad_alloc&) {
+          return nullptr;
+        }
       }
+      auto node = free_ranges_.extract(it);
+      node.mapped() = size;
+      live_.insert(std::move(node));
       in_use_ += size;
       if (in_use_ > peak_in_use_) peak_in_use_ = in_use_;
       ++mallocs_;
@@ -76,8 +83,11 @@ class TestDevice {
       ++bad_frees_;
       return;
     }
-    std::size_t offset = live->first, size = live->second;
-    live_.erase(live);
+    // The live entry's node becomes the free range, so that free never allocates: a test that
+    // makes the heap fail may call it at any moment.
+    auto node = live_.extract(live);
+    const std::size_t offset = node.key();
+    std::size_t size = node.mapped();
     in_use_ -= size;
     ++frees_;
     // Merge with the free ranges on either side, so that the device fragments only where
@@ -94,7 +104,8 @@ class TestDevice {
         return;
       }
     }
-    free_ranges_.emplace_hint(next, offset, size);
+    node.mapped() = size;
+    free_ranges_.insert(next, std::move(node));
   }
 
   /// An event on `stream`: it completes when `stream` has run all the work queued on it so
@@ -150,6 +161,13 @@ class TestDevice {
   std::size_t free_calls() const noexcept { return free_calls_; }
   std::size_t frees() const noexcept { return frees_; }                // the calls that freed something
   std::size_t bad_frees() const noexcept { return bad_frees_; }
+
+  /// Where `p` lies from the start of the device's memory: two devices that served the same
+  /// calls place their allocations at the same offsets.
+  std::size_t offset_of(const void* p) const noexcept { return offset_of(reinterpret_cast<std::uintptr_t>(p)); }
+  std::size_t offset_of(std::uintptr_t address) const noexcept {
+    return static_cast<std::size_t>(address - reinterpret_cast<std::uintptr_t>(memory_));
+  }
 
   /// The size of the live allocation that starts at `p`, or 0.
   std::size_t size_of(const void* p) const noexcept {
