@@ -81,9 +81,7 @@ class OutOfMemoryError : public std::bad_alloc {
 ///
 /// Every throwing member changes nothing when it throws: the fallible steps (the containers'
 /// own allocations, the device call) run first, and only steps that cannot fail follow.
-/// Not thread-safe: the caller serialises every call. PyTorch's allocator is built otherwise: one
-/// DeviceCachingAllocator per device, whose public members all take a std::recursive_mutex, and
-/// the CUDA stream is part of each free block's key, so that any thread may allocate on any stream.
+/// Not thread-safe (callers serialise); PyTorch: one allocator per device, a recursive_mutex, the stream in each key.
 template <class Device>
 class CachingAllocator {
  public:
