@@ -96,7 +96,7 @@ class OutOfMemoryError : public std::bad_alloc {
 ///
 /// Every throwing member changes nothing when it throws: the fallible steps (the containers'
 /// own allocations, the device call) run first, and only steps that cannot fail follow.
-/// Not thread-safe: an engine keeps one allocator per device and stream, owned by one thread.
+/// Not thread-safe (callers serialise); PyTorch: one allocator per device, a recursive_mutex, the stream in each key.
 template <class Device>
 class CachingAllocator {
  public:
