@@ -10,7 +10,11 @@
 // poisoned byte is only expected where a granule's live bytes would not have to follow it.
 #include "ring_allocator.hpp"
 
+#include <algorithm>
+#include <deque>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "alloclab_test.hpp"
 #include "ring_test_support.hpp"
@@ -20,7 +24,9 @@ namespace stage4_asan {
 using alloclab::RingBumpAllocator;
 using alloclab::test::first_poisoned;
 using alloclab::test::is_poisoned;
+using alloclab::test::XorShift;
 using alloclab::test::ring::fill;
+using alloclab::test::ring::RingModel;
 
 // The offset, from `p`, of the first byte in [p, p + n) that ASan would NOT report, or n.
 std::size_t first_live(const void* p, std::size_t n) {
@@ -103,6 +109,88 @@ TEST(RingAsan, ReclaimedBytesArePoisonedByTheNextAllocate) {
                             "the step's first block is still live. Poison what reclaim gives back (at the latest "
                             "in the next allocate), so that a pointer kept from a finished step is reported.";
   EXPECT_EQ(first_live(old2, 520), 520u) << "Every block of the reclaimed step must be poisoned, the last one too.";
+}
+
+// Many laps, and after every allocate the whole buffer compared byte by byte with the
+// contract: a byte is live exactly when it belongs to a block whose step is not reclaimed yet.
+// Alignments of 8 and more keep every block at the start of a granule of its own, so that
+// each byte's answer is one ASan can give. The first steps are one-byte steps reclaimed one
+// at a time; then steps of random sizes wrap around the end, and reclaims lag behind.
+TEST(RingAsan, EveryLapPoisonsExactlyWhatIsNotHandedOut) {
+  ALLOCLAB_REQUIRE_ASAN();
+  constexpr std::size_t kCapacity = 4096;
+  RingBumpAllocator ring(kCapacity);
+  RingModel model{kCapacity};
+  XorShift rng{0x5DEECE66Dull};
+  struct Live {
+    std::size_t offset, n;
+  };
+  struct Step {
+    std::uint64_t checkpoint;
+    std::vector<Live> blocks;
+  };
+  std::deque<Step> pending;
+  Step current;
+  unsigned char* base = nullptr;
+  const std::size_t aligns[] = {8, 16, 64, 256};
+  const std::size_t sizes[] = {1, 7, 8, 13, 100, 512, 1000};
+
+  auto reclaim_oldest = [&] {
+    ring.reclaim(pending.front().checkpoint);
+    model.reclaim(pending.front().checkpoint);
+    pending.pop_front();
+  };
+  // The first byte whose shadow disagrees with the contract, described; empty when none does.
+  auto first_wrong = [&]() -> std::string {
+    std::vector<char> live(kCapacity, 0);
+    auto mark = [&](const Step& step) {
+      for (const Live& b : step.blocks) std::fill_n(live.begin() + static_cast<std::ptrdiff_t>(b.offset), b.n, 1);
+    };
+    for (const Step& step : pending) mark(step);
+    mark(current);
+    for (std::size_t i = 0; i < kCapacity; ++i)
+      if (is_poisoned(base + i) == (live[i] != 0))
+        return "offset " + std::to_string(i) + " is " + (live[i] ? "poisoned but belongs to a block still in use"
+                                                                : "live but belongs to no block in use") +
+               " (" + model.describe() + ")";
+    return "";
+  };
+
+  for (int s = 0; s < 600; ++s) {
+    const std::size_t count = s < 4 ? 1 : rng.between(1, 4);
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t n = s < 4 ? 1 : sizes[rng.next() % std::size(sizes)];
+      const std::size_t align = s < 4 ? 8 : aligns[rng.next() % std::size(aligns)];
+      for (;;) {
+        const std::optional<std::size_t> expected = model.allocate(n, align);
+        auto* p = static_cast<unsigned char*>(ring.allocate(n, align));
+        ASSERT_EQ(p != nullptr, expected.has_value())
+            << "allocate(" << n << ", " << align << ") disagrees with the contract about whether it fits ("
+            << model.describe() << ").";
+        if (p == nullptr) {
+          ASSERT_FALSE(pending.empty()) << "allocate(" << n << ", " << align << ") refused on an empty ring.";
+          reclaim_oldest();
+          continue;
+        }
+        if (base == nullptr) base = p - *expected;
+        ASSERT_EQ(p, base + *expected) << "allocate(" << n << ", " << align << ") returned the wrong offset.";
+        current.blocks.push_back({*expected, n});
+        const std::string wrong = first_wrong();
+        ASSERT_EQ(wrong, "")
+            << "After allocate(" << n << ", " << align << ") in step " << s << ", " << wrong << ". Once the "
+               "producer has allocated, every reclaimed position must be poisoned (they may wrap around the end "
+               "of the buffer: poison up to the end, then on from offset 0), and no block still in use may be.";
+        break;
+      }
+    }
+    current.checkpoint = ring.checkpoint();
+    pending.push_back(std::move(current));
+    current = Step{};
+    // A reclaim of one step right away for the first steps, then reclaims that lag behind.
+    const std::size_t reclaims = s < 4 ? 1 : rng.between(0, 2);
+    for (std::size_t r = 0; r < reclaims && !pending.empty(); ++r) reclaim_oldest();
+  }
+  EXPECT_GE(model.head / kCapacity, 40u) << "The run must go around the ring many times to mean anything.";
 }
 
 TEST(RingAsan, ReclaimLeavesLaterStepsLive) {
