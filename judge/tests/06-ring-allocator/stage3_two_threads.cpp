@@ -211,6 +211,25 @@ TEST(RingTwoThreads, HeadAndTailLiveOnDifferentCacheLines) {
          "(alignas(64)), and the head and whatever else allocate() writes another.";
 }
 
+// On one thread, where every answer is known: the producer may answer "it fits" from the last
+// tail it saw, and this stage is the only one judged without AddressSanitizer too, where an
+// allocator is free to skip the extra look at the tail that ASan's poisoning asks for.
+TEST(RingTwoThreads, TheLastTailSeenNeverOverstatesTheRoom) {
+  RingBumpAllocator ring(4096);
+  ASSERT_NE(ring.allocate(1000, 1), nullptr) << "allocate(1000, 1) on a new ring of 4096 bytes returned nullptr.";
+  const std::uint64_t step1 = ring.checkpoint();
+  ASSERT_NE(ring.allocate(3096, 1), nullptr) << "allocate(3096, 1) fills the ring exactly and must succeed.";
+  EXPECT_EQ(ring.allocate(1, 1), nullptr)
+      << "A full ring (nothing reclaimed yet) handed out allocate(1, 1). Whatever the producer remembers of the "
+         "tail must never be ahead of the real one: start it at 0, and refresh it only from the consumer's store.";
+  ring.reclaim(step1);
+  EXPECT_NE(ring.allocate(1000, 1), nullptr)
+      << "After reclaim(" << step1 << "), the 1000 bytes at the start of the buffer are free again: allocate(1000, "
+         "1) must succeed. A refusal must look at the consumer's tail before it answers.";
+  EXPECT_EQ(ring.allocate(1, 1), nullptr) << "The ring is full again: allocate(1, 1) must return nullptr.";
+  EXPECT_EQ(ring.in_use(), 4096u) << "A full ring has capacity() bytes in use.";
+}
+
 TEST(RingTwoThreads, NoStepIsOverwrittenBeforeItIsReclaimed) {
   const Workload w{64 * 1024, 3000, 6, 1, 2048, false};
   expect_sound(w, run(w));

@@ -193,6 +193,21 @@ TEST(RingAsan, EveryLapPoisonsExactlyWhatIsNotHandedOut) {
   EXPECT_GE(model.head / kCapacity, 40u) << "The run must go around the ring many times to mean anything.";
 }
 
+TEST(RingAsan, AWholeLapReclaimedAtOnceIsPoisoned) {
+  ALLOCLAB_REQUIRE_ASAN();
+  RingBumpAllocator ring(4096);
+  auto* start = static_cast<unsigned char*>(ring.allocate(100, 64));
+  ASSERT_NE(start, nullptr) << "allocate(100, 64) on a new ring returned nullptr.";
+  ASSERT_NE(ring.allocate(3996, 1), nullptr) << "allocate(3996, 1) fills the rest of the ring and must succeed.";
+  ring.reclaim(ring.checkpoint());
+  ASSERT_NE(ring.allocate(64, 64), nullptr) << "allocate(64, 64) after reclaiming the whole ring returned nullptr.";
+  const std::size_t live = first_live(start + 64, 4096 - 64);
+  EXPECT_EQ(live, 4096u - 64)
+      << "The whole ring, a full lap, was reclaimed at once, and the producer has allocated 64 bytes at offset 0 "
+         "since; offset "
+      << 64 + live << " is still live. Poison everything reclaimed, also when it is a whole lap or more.";
+}
+
 TEST(RingAsan, ReclaimLeavesLaterStepsLive) {
   ALLOCLAB_REQUIRE_ASAN();
   RingBumpAllocator ring(4096);
