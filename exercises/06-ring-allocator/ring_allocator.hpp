@@ -56,6 +56,8 @@ class RingBumpAllocator {
   /// Ignore a `c` at or before the last reclaimed position, or after the current head.
   /// Stage 3: publish the new tail so that everything the consumer did before it happens
   /// before the producer's reuse.
+  /// Stage 4: leave the poisoning of what is reclaimed to the producer's next allocate (a
+  /// consumer that poisons must do it before its release store of the tail, never after).
   void reclaim([[maybe_unused]] std::uint64_t c) noexcept {}
 
   /// Stage 1: the buffer's size, a multiple of 4096.

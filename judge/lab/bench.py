@@ -173,7 +173,8 @@ def run(args, catalog: Catalog) -> int:
     print("\n" + footnote(subject, [mine, ref], repetitions))
     if slow:
         print(ui.paint(f"\n⚠ Yours is more than {SLOWER_THAN_REFERENCE:g}× slower than the reference on "
-                       + ", ".join(slow) + ".", "yellow") + " " + SLOW_CAUSES)
+                       + ", ".join(slow) + ".", "yellow") + " " + SLOW_CAUSES
+              + (" " + SLOW_CAUSES_OF[exercise.id] if exercise.id in SLOW_CAUSES_OF else ""))
     return 0 if ref and mine else 1
 
 
@@ -211,6 +212,14 @@ SLOW_CAUSES = ("What usually makes an allocator slower than the reference: a thr
                "a lock or an atomic on the hot path; a container lookup (a map, a search) per call; memory "
                "touched or cleared that the reference leaves alone. A row that is not your allocator moved "
                "with the machine's load: run it again.")
+
+# The usual cause of one exercise's slowness, printed after SLOW_CAUSES.
+SLOW_CAUSES_OF = {
+    6: ("In the ring: a `%` in every allocate (the head's offset computed as `head % capacity`, a 64-bit "
+        "division; the capacity is a multiple of 4096, not always a power of two, so no mask replaces it: the "
+        "reference keeps the offset beside the head and moves it on with each block), or the consumer's tail "
+        "loaded on every call where the last tail seen would do."),
+}
 
 
 def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> list[str]:

@@ -35,7 +35,8 @@ namespace alloclab {
 /// checkpoint after them is reclaimed.
 ///
 /// Head and tail are positions: 64-bit byte counts since construction that only grow, never
-/// offsets into the buffer. The offset is `position % capacity()`, and the bytes in use are
+/// offsets into the buffer. The offset is `position % capacity()` (the producer keeps the
+/// head's offset beside it rather than divide on every call), and the bytes in use are
 /// `head - tail`, so an empty ring (0) and a full one (`capacity()`) never look alike. At one
 /// byte per nanosecond, 64 bits last five centuries.
 ///
@@ -72,8 +73,8 @@ class RingBumpAllocator {
   RingBumpAllocator& operator=(const RingBumpAllocator&) = delete;
 
   ~RingBumpAllocator() {
-    // ASan's allocator never owned these pages, so nothing would clear their shadow: left
-    // poisoned, it would make the next mapping the kernel puts at this address unusable.
+    // ASan's allocator never owned these pages, and not every ASan runtime clears the shadow of
+    // what is unmapped: left poisoned, it would make the next mapping at this address unusable.
     unpoison(buffer_, capacity_);
     ::munmap(buffer_, capacity_);
   }
@@ -109,8 +110,10 @@ class RingBumpAllocator {
     std::byte* p = buffer_ + offset + padding;
     unpoison(p, n);
     head_offset_ = offset + padding + n == capacity_ ? 0 : offset + padding + n;
-    // Release: a thread that reads this head with acquire sees the allocation's bytes as
-    // they were written before the next allocate.
+    // Release, but it publishes none of the block's bytes: the caller writes them after this
+    // store. The consumer learns of a step, and sees its bytes, through whatever hands it the
+    // checkpoint. This edge only lets reclaim() and in_use() see a head no older than a
+    // checkpoint that reached them that way.
     head_.store(end, std::memory_order_release);
     return p;
   }

@@ -16,8 +16,9 @@
 // One byte of each block is written, on a cache line of its own: enough that no allocation
 // can be optimised away, little enough that the allocator's own cost is what is measured.
 // The ring's and the arena's buffers are built once and kept for the whole run, so their
-// pages are faulted in once; malloc's large blocks come from mmap and go back to the kernel
-// on free, as they would in an engine that calls malloc for them.
+// pages are faulted in once. malloc's first large blocks come from mmap, but glibc raises its
+// mmap threshold to the size of an mmap'd block when it is freed (up to 32 MiB), so from the
+// second step on they come from the heap, as they would in an engine that calls malloc for them.
 #include <benchmark/benchmark.h>
 
 #include <array>

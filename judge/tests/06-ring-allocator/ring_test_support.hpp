@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "alloclab_test.hpp"
 
@@ -74,5 +75,19 @@ struct RingModel {
            std::to_string(capacity);
   }
 };
+
+/// One call of munmap that gave back the watched address (unmap_watch.cpp; recorded only under
+/// AddressSanitizer: the tests that read them skip without it).
+struct Unmapping {
+  std::uintptr_t begin;
+  std::size_t length;
+  const void* first_poisoned;  // what ASan reported poisoned in [begin, begin + length) at the call
+};
+
+/// Forgets the calls recorded so far and from now on records every munmap whose range holds `p`.
+void watch_unmapping(const void* p);
+
+/// The munmap calls recorded since the last watch_unmapping().
+std::vector<Unmapping> unmappings();
 
 }  // namespace alloclab::test::ring

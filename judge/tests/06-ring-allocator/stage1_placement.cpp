@@ -2,6 +2,8 @@
 #include "ring_allocator.hpp"
 
 #include <cstdint>
+#include <new>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 
@@ -20,6 +22,16 @@ TEST(RingPlacement, RejectsZeroCapacity) {
   EXPECT_THROW(RingBumpAllocator{0}, std::invalid_argument)
       << "RingBumpAllocator(0) must throw std::invalid_argument: a ring with no room can never serve a "
          "request, and the mistake belongs to whoever built it.";
+}
+
+TEST(RingPlacement, ThrowsBadAllocForACapacityThatCannotBeMapped) {
+  for (std::size_t capacity : {SIZE_MAX, SIZE_MAX - 4094, std::size_t{1} << 60}) {
+    EXPECT_THROW(RingBumpAllocator{capacity}, std::bad_alloc)
+        << "RingBumpAllocator(" << capacity << ") must throw std::bad_alloc: that many bytes rounded up to whole "
+           "pages either cannot be represented in a size_t or cannot be mapped (no address space is that "
+           "large). Check what mmap returns: on failure it is MAP_FAILED, not nullptr, and a ring built on it "
+           "would hand out addresses that are not memory.";
+  }
 }
 
 TEST(RingPlacement, IsNotCopyable) {
@@ -57,6 +69,29 @@ TEST(RingPlacement, TheBufferIsPageAligned) {
         << "The first allocation of a new ring, at offset 0, is the buffer's start, and its address "
         << address(first) << " is not a multiple of 4096. Map the buffer with mmap: it comes in whole, "
            "page-aligned pages, so that any alignment up to 4096 can be met at offset 0 after a wrap.";
+  }
+}
+
+TEST(RingPlacement, TheBufferIsAMappingGivenBackWithMunmap) {
+  // The test binary's munmap records its calls under AddressSanitizer only (unmap_watch.cpp).
+  ALLOCLAB_REQUIRE_ASAN();
+  for (std::size_t capacity : {std::size_t{100}, std::size_t{3 * 4096 + 5}, std::size_t{1} << 16}) {
+    std::optional<RingBumpAllocator> ring(std::in_place, capacity);
+    void* start = ring->allocate(1, 1);
+    ASSERT_NE(start, nullptr) << "allocate(1, 1) on a new ring returned nullptr.";
+    const std::size_t size = ring->capacity();
+    alloclab::test::ring::watch_unmapping(start);
+    ring.reset();
+    const auto calls = alloclab::test::ring::unmappings();
+    alloclab::test::ring::watch_unmapping(nullptr);
+    bool given_back = false;
+    for (const auto& call : calls)
+      given_back = given_back || (call.begin <= address(start) && call.length >= address(start) - call.begin + size);
+    EXPECT_TRUE(given_back)
+        << "A ring of " << size << " bytes whose buffer starts at " << start << " was destroyed, and no munmap "
+        << "call gave back [start, start + " << size << "). The buffer must be a mapping of its own, made with "
+           "mmap and given back with munmap in the destructor: whole pages, page-aligned, never shared with the "
+           "heap's blocks. A buffer from operator new or malloc fails here however it is aligned.";
   }
 }
 

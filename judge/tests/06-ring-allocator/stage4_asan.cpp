@@ -10,7 +10,11 @@
 // poisoned byte is only expected where a granule's live bytes would not have to follow it.
 #include "ring_allocator.hpp"
 
+#include <algorithm>
+#include <deque>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "alloclab_test.hpp"
 #include "ring_test_support.hpp"
@@ -20,7 +24,9 @@ namespace stage4_asan {
 using alloclab::RingBumpAllocator;
 using alloclab::test::first_poisoned;
 using alloclab::test::is_poisoned;
+using alloclab::test::XorShift;
 using alloclab::test::ring::fill;
+using alloclab::test::ring::RingModel;
 
 // The offset, from `p`, of the first byte in [p, p + n) that ASan would NOT report, or n.
 std::size_t first_live(const void* p, std::size_t n) {
@@ -105,6 +111,103 @@ TEST(RingAsan, ReclaimedBytesArePoisonedByTheNextAllocate) {
   EXPECT_EQ(first_live(old2, 520), 520u) << "Every block of the reclaimed step must be poisoned, the last one too.";
 }
 
+// Many laps, and after every allocate the whole buffer compared byte by byte with the
+// contract: a byte is live exactly when it belongs to a block whose step is not reclaimed yet.
+// Alignments of 8 and more keep every block at the start of a granule of its own, so that
+// each byte's answer is one ASan can give. The first steps are one-byte steps reclaimed one
+// at a time; then steps of random sizes wrap around the end, and reclaims lag behind.
+TEST(RingAsan, EveryLapPoisonsExactlyWhatIsNotHandedOut) {
+  ALLOCLAB_REQUIRE_ASAN();
+  constexpr std::size_t kCapacity = 4096;
+  RingBumpAllocator ring(kCapacity);
+  RingModel model{kCapacity};
+  XorShift rng{0x5DEECE66Dull};
+  struct Live {
+    std::size_t offset, n;
+  };
+  struct Step {
+    std::uint64_t checkpoint;
+    std::vector<Live> blocks;
+  };
+  std::deque<Step> pending;
+  Step current;
+  unsigned char* base = nullptr;
+  const std::size_t aligns[] = {8, 16, 64, 256};
+  const std::size_t sizes[] = {1, 7, 8, 13, 100, 512, 1000};
+
+  auto reclaim_oldest = [&] {
+    ring.reclaim(pending.front().checkpoint);
+    model.reclaim(pending.front().checkpoint);
+    pending.pop_front();
+  };
+  // The first byte whose shadow disagrees with the contract, described; empty when none does.
+  auto first_wrong = [&]() -> std::string {
+    std::vector<char> live(kCapacity, 0);
+    auto mark = [&](const Step& step) {
+      for (const Live& b : step.blocks) std::fill_n(live.begin() + static_cast<std::ptrdiff_t>(b.offset), b.n, 1);
+    };
+    for (const Step& step : pending) mark(step);
+    mark(current);
+    for (std::size_t i = 0; i < kCapacity; ++i)
+      if (is_poisoned(base + i) == (live[i] != 0))
+        return "offset " + std::to_string(i) + " is " + (live[i] ? "poisoned but belongs to a block still in use"
+                                                                : "live but belongs to no block in use") +
+               " (" + model.describe() + ")";
+    return "";
+  };
+
+  for (int s = 0; s < 600; ++s) {
+    const std::size_t count = s < 4 ? 1 : rng.between(1, 4);
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t n = s < 4 ? 1 : sizes[rng.next() % std::size(sizes)];
+      const std::size_t align = s < 4 ? 8 : aligns[rng.next() % std::size(aligns)];
+      for (;;) {
+        const std::optional<std::size_t> expected = model.allocate(n, align);
+        auto* p = static_cast<unsigned char*>(ring.allocate(n, align));
+        ASSERT_EQ(p != nullptr, expected.has_value())
+            << "allocate(" << n << ", " << align << ") disagrees with the contract about whether it fits ("
+            << model.describe() << ").";
+        if (p == nullptr) {
+          ASSERT_FALSE(pending.empty()) << "allocate(" << n << ", " << align << ") refused on an empty ring.";
+          reclaim_oldest();
+          continue;
+        }
+        if (base == nullptr) base = p - *expected;
+        ASSERT_EQ(p, base + *expected) << "allocate(" << n << ", " << align << ") returned the wrong offset.";
+        current.blocks.push_back({*expected, n});
+        const std::string wrong = first_wrong();
+        ASSERT_EQ(wrong, "")
+            << "After allocate(" << n << ", " << align << ") in step " << s << ", " << wrong << ". Once the "
+               "producer has allocated, every reclaimed position must be poisoned (they may wrap around the end "
+               "of the buffer: poison up to the end, then on from offset 0), and no block still in use may be.";
+        break;
+      }
+    }
+    current.checkpoint = ring.checkpoint();
+    pending.push_back(std::move(current));
+    current = Step{};
+    // A reclaim of one step right away for the first steps, then reclaims that lag behind.
+    const std::size_t reclaims = s < 4 ? 1 : rng.between(0, 2);
+    for (std::size_t r = 0; r < reclaims && !pending.empty(); ++r) reclaim_oldest();
+  }
+  EXPECT_GE(model.head / kCapacity, 40u) << "The run must go around the ring many times to mean anything.";
+}
+
+TEST(RingAsan, AWholeLapReclaimedAtOnceIsPoisoned) {
+  ALLOCLAB_REQUIRE_ASAN();
+  RingBumpAllocator ring(4096);
+  auto* start = static_cast<unsigned char*>(ring.allocate(100, 64));
+  ASSERT_NE(start, nullptr) << "allocate(100, 64) on a new ring returned nullptr.";
+  ASSERT_NE(ring.allocate(3996, 1), nullptr) << "allocate(3996, 1) fills the rest of the ring and must succeed.";
+  ring.reclaim(ring.checkpoint());
+  ASSERT_NE(ring.allocate(64, 64), nullptr) << "allocate(64, 64) after reclaiming the whole ring returned nullptr.";
+  const std::size_t live = first_live(start + 64, 4096 - 64);
+  EXPECT_EQ(live, 4096u - 64)
+      << "The whole ring, a full lap, was reclaimed at once, and the producer has allocated 64 bytes at offset 0 "
+         "since; offset "
+      << 64 + live << " is still live. Poison everything reclaimed, also when it is a whole lap or more.";
+}
+
 TEST(RingAsan, ReclaimLeavesLaterStepsLive) {
   ALLOCLAB_REQUIRE_ASAN();
   RingBumpAllocator ring(4096);
@@ -127,13 +230,23 @@ TEST(RingAsan, TheDestructorUnpoisonsTheBuffer) {
   std::optional<RingBumpAllocator> ring(std::in_place, kCapacity);
   auto* start = static_cast<unsigned char*>(ring->allocate(64, 64));
   ASSERT_NE(start, nullptr) << "allocate(64, 64) returned nullptr.";
+  // The shadow is read inside munmap, at the moment the pages are given back: some ASan
+  // runtimes clear it themselves in their own munmap, and afterwards it would prove nothing.
+  alloclab::test::ring::watch_unmapping(start);
   ring.reset();
-  // The pages are unmapped now, but their shadow is still there: it is ASan's own memory.
-  EXPECT_EQ(first_poisoned(start, kCapacity), nullptr)
-      << "After the ring was destroyed, the shadow of its former buffer is still poisoned. ASan's allocator never "
-         "owned these pages, so nothing else will clear it, and the next mmap the kernel places at this address "
-         "would start out poisoned: false reports in code that did nothing wrong. Unpoison the whole buffer "
-         "before munmap.";
+  const auto calls = alloclab::test::ring::unmappings();
+  alloclab::test::ring::watch_unmapping(nullptr);
+  ASSERT_FALSE(calls.empty())
+      << "The ring was destroyed and no munmap call gave back its buffer, so there is nothing to check here: "
+         "the buffer must come from mmap and go back with munmap (RingPlacement.TheBufferIsAMappingGivenBackWithMunmap).";
+  for (const auto& call : calls) {
+    EXPECT_EQ(call.first_poisoned, nullptr)
+        << "The destructor called munmap while byte "
+        << static_cast<const unsigned char*>(call.first_poisoned) - start << " of the buffer was still poisoned. ASan's "
+           "allocator never owned these pages, and not every ASan runtime clears the shadow of what is unmapped: "
+           "the next mmap the kernel places at this address would start out poisoned, and code that did nothing "
+           "wrong would be reported. Unpoison the whole buffer before munmap.";
+  }
 }
 
 TEST(RingAsan, ReadingAReclaimedBlockIsReported) {
