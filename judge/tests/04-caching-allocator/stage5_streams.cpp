@@ -112,6 +112,13 @@ TEST(CachingStreams, BestFitWithinTheStream) {
   (void)b, (void)c, (void)e, (void)y;
 }
 
+TEST(CachingStreams, ABlockInfoOfThreeFieldsIsNotPending) {
+  const BlockInfo info{0, 512, false};
+  EXPECT_FALSE(info.pending)
+      << "BlockInfo's pending defaults to false: code written before streams, which builds a BlockInfo "
+         "from offset, size and allocated only, must describe a block that waits for nothing.";
+}
+
 TEST(CachingStreams, AllocateWithoutAStreamIsStreamZero) {
   TestDevice device(64 * MiB);
   Allocator alloc(device);
