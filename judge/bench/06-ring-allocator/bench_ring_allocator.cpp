@@ -193,9 +193,14 @@ void BM_StagingRing(benchmark::State& state) {
       [&](std::size_t n, Step& step) -> void* {
         void* p = nullptr;
         // Full: wait until the consumer has reclaimed enough. An empty ring that refuses, or
-        // one that never makes room, will not change its mind.
+        // one that never makes room, will not change its mind. The consumer may empty the ring
+        // between a refusal and the look at in_use(), so an empty ring is asked once more.
         for (int tries = 0; (p = ring.allocate(n)) == nullptr; ++tries) {
-          if (ring.in_use() == 0 || tries == 10'000'000) break;
+          if (ring.in_use() == 0) {
+            p = ring.allocate(n);
+            break;
+          }
+          if (tries == 10'000'000) break;
           ++waits;
           std::this_thread::yield();
         }
