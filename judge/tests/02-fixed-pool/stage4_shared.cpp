@@ -244,10 +244,12 @@ TEST(PoolShared, QueriesAreSafeWhileOthersAllocate) {
   std::vector<std::thread> observers;
   const auto observe = [&](auto query) {
     observers.emplace_back([&, query] {
+      // Until the workers are done, however slowly they are scheduled: an observer that stopped
+      // early could miss the growths, and with them the report of a query without the lock.
       for (int i = 0; i < 2000 || !done.load(); ++i) {
         if (!query()) ++broken;
         if (i == 0) ++observers_started;
-        if (i >= 1'000'000) break;
+        if (i % 256 == 255) std::this_thread::yield();  // four observers, two cores: let the workers run
       }
     });
   };
