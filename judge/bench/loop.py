@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 JUDGE = ROOT / "judge" / "judge.py"
 sys.path.insert(0, str(ROOT / "judge"))
 
-from lab import build, catalog as cat  # noqa: E402
+from lab.engine import build  # noqa: E402
+from lab.model import catalog as cat  # noqa: E402
 
 
 def children_cpu() -> float:

@@ -1,39 +1,142 @@
-"""The command line: one small function per command, each delegating to the module that does
-the work."""
+"""The command line: one table of commands, the learner's and the maintainer's, and the one
+place where an outcome becomes an exit status.
+
+A command's handler returns True when all is good (exit 0) and False when the judged code
+failed (exit 1); bad usage or a missing toolchain is a UsageError, raised anywhere, which
+ends here as one line on standard error and exit status 2. Handlers are imported when their
+command runs, so `test` never loads the docs' or the browser's code."""
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import os
 import sys
 import traceback
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Callable
 
-from . import build, catalog as cat, learner, overview, pipe, progress, report, ui, verify
+from . import pipe
+from .engine.build import COMPILER_HELP
+from .model import catalog as cat
+from .model.errors import UsageError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXERCISE = "1, 01, arena or 01-arena"
 
 
-class UsageError(Exception):
-    """Bad usage or a missing toolchain: exit status 2."""
+@dataclass(frozen=True)
+class Command:
+    name: str
+    maintainers_only: bool
+    help: str
+    handler: str                                  # "module:function" under lab/
+    arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
+
+
+def _exercise(p: argparse.ArgumentParser) -> None:
+    p.add_argument("exercise", help=EXERCISE)
+
+
+def _test(p: argparse.ArgumentParser) -> None:
+    _exercise(p)
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--solution", action="store_true", help="judge the reference solution")
+    who.add_argument("--source", metavar="FILE", help="judge FILE in place of the exercise's header")
+    p.add_argument("--compiler", default="clang", metavar="C", help=COMPILER_HELP)
+    p.add_argument("--stage", type=int, metavar="N", help="run stage N only")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the report "
+                   "(judge/schemas/verdict.schema.json describes it)")
+    p.add_argument("--junit", metavar="FILE", help="also write the results to FILE as JUnit XML, for CI "
+                   "services and autograders (judge/schemas/junit.xsd describes it)")
+    p.add_argument("-v", "--verbose", action="store_true", help="every test's messages and raw sanitizer reports")
+
+
+def _watch(p: argparse.ArgumentParser) -> None:
+    p.add_argument("exercise", nargs="?", help=f"{EXERCISE} (default: the first not yet passed)")
+    p.add_argument("--compiler", default="clang", metavar="C", help=COMPILER_HELP)
+
+
+def _solution(p: argparse.ArgumentParser) -> None:
+    _exercise(p)
+    p.add_argument("--force", action="store_true",
+                   help="show it even though your file has not passed yet; this is noted in your progress file")
+
+
+def _bench(p: argparse.ArgumentParser) -> None:
+    from .learner.bench import MIN_TIME, REPETITIONS
+    _exercise(p)
+    p.add_argument("--compiler", default="clang", metavar="C", help=COMPILER_HELP.replace(", or all (both)", ""))
+    p.add_argument("--filter", default="", help="only benchmarks whose name matches this regular expression")
+    p.add_argument("--min-time", type=float, default=MIN_TIME,
+                   help=f"seconds each repetition of a benchmark runs at least (default {MIN_TIME:g})")
+    p.add_argument("--repetitions", type=int, default=REPETITIONS, metavar="N",
+                   help=f"runs of each benchmark; the median is shown with the spread (default {REPETITIONS})")
+
+
+def _check(p: argparse.ArgumentParser) -> None:
+    p.add_argument("exercise", nargs="?", help="check one exercise only (default: all)")
+    p.add_argument("--jobs", type=int, default=2, help="judges run at once (default 2)")
+    p.add_argument("--no-docs", action="store_true", help="skip the documentation build and its browser check")
+
+
+def _docs(p: argparse.ArgumentParser) -> None:
+    from pathlib import Path
+    p.add_argument("--maintainer", action="store_true",
+                   help="build the maintainer's site instead: the reference solutions with their sources "
+                        "in place of the skeletons' contracts, and the authoring guide (build/docs-maintainer/html)")
+    p.add_argument("--out", type=Path, help="the folder to build into (the site goes in its html/)")
+
+
+def _mutate(p: argparse.ArgumentParser) -> None:
+    _exercise(p)
+    p.add_argument("--jobs", type=int, default=2, help="mutants judged at once (default 2)")
+    p.add_argument("--line", type=int, action="append", metavar="N", help="mutate line N only (repeatable)")
+    p.add_argument("--list", action="store_true", help="list the mutants without judging them")
+
+
+COMMANDS = (
+    Command("list", False, "every exercise in order, with your progress", "learner.verbs:list_command"),
+    Command("test", False, "build and run an exercise's staged tests", "learner.verbs:test_command", _test),
+    Command("hint", False, "the next hint for the first failing test of an exercise (its own hints, then its "
+            "stage's), one more each time", "learner.verbs:hint_command", _exercise),
+    Command("quiz", False, "the chapter's self-check: a few questions, each explained once you answer",
+            "learner.quiz:quiz_command", _exercise),
+    Command("watch", False, "judge an exercise each time you save it, and move on when it passes",
+            "learner.watch:watch_command", _watch),
+    Command("reset", False, "put back the untouched skeleton of an exercise (your file is kept as a backup)",
+            "learner.workspace:reset_command", _exercise),
+    Command("solution", False, "show the reference solution, once your own file has passed",
+            "learner.workspace:solution_command", _solution),
+    Command("bench", False, "benchmark your allocator and the reference against real allocators",
+            "learner.bench:bench_command", _bench),
+    Command("check", True, "prove the kit: references pass, skeletons fail, mistakes are caught",
+            "maintainer.check:check_command", _check),
+    Command("doctor", True, "check the toolchain and print the apt command for what is missing",
+            "maintainer.doctor:doctor_command"),
+    Command("docs", True, "build the learner's HTML site into build/docs/html", "maintainer.docs:docs_command", _docs),
+    Command("mutate", True, "judge single-point mutants of a reference: which ones does the suite let through?",
+            "maintainer.mutate:mutate_command", _mutate),
+)
 
 
 def main(argv: list[str]) -> int:
     pipe.tolerate_closed_stdout()
     parser = _parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "run", None):
+    command: Command | None = getattr(args, "command", None)
+    if command is None:
         parser.print_help()
         return EXIT_USAGE
     try:
-        catalog = cat.load()
-        return args.run(args, catalog)
-    except (UsageError, build.MissingTool, cat.CatalogError) as err:
+        module, function = command.handler.split(":")
+        handler = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+        return EXIT_OK if handler(args, cat.load()) else EXIT_FAILED
+    except UsageError as err:
         print(f"judge: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("\njudge: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as err:  # the judge's own fault: one line, the trace on request
         if os.environ.get("ALLOCLAB_DEBUG"):
             traceback.print_exc()
@@ -43,92 +146,19 @@ def main(argv: list[str]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="judge.py", description="AllocLab's judge: builds, tests and explains "
-                                "your allocators. Exit status: 0 all good, 1 the judged code failed, 2 bad usage "
-                                "or a missing toolchain.")
-    sub = p.add_subparsers(title="commands", metavar="COMMAND")
-
-    s = sub.add_parser("list", help="every exercise in order, with your progress")
-    s.set_defaults(run=cmd_list)
-
-    s = sub.add_parser("test", help="build and run an exercise's staged tests")
-    s.add_argument("exercise", help="1, 01, arena or 01-arena")
-    who = s.add_mutually_exclusive_group()
-    who.add_argument("--solution", action="store_true", help="judge the reference solution")
-    who.add_argument("--source", metavar="FILE", help="judge FILE in place of the exercise's header")
-    s.add_argument("--compiler", default="clang", metavar="C", help=build.COMPILER_HELP)
-    s.add_argument("--stage", type=int, metavar="N", help="run stage N only")
-    s.add_argument("--json", action="store_true", help="print one JSON object instead of the report "
-                   "(judge/schemas/verdict.schema.json describes it)")
-    s.add_argument("--junit", metavar="FILE", help="also write the results to FILE as JUnit XML, for CI "
-                   "services and autograders (judge/schemas/junit.xsd describes it)")
-    s.add_argument("-v", "--verbose", action="store_true", help="every test's messages and raw sanitizer reports")
-    s.set_defaults(run=cmd_test)
-
-    s = sub.add_parser("hint", help="the next hint for the first failing test of an exercise (its own hints, "
-                                    "then its stage's), one more each time")
-    s.add_argument("exercise")
-    s.set_defaults(run=cmd_hint)
-
-    from . import bench, check, docs, doctor, mutate, quiz, watch
-    quiz.add_parser(sub)
-    watch.add_parser(sub)
-    learner.add_parsers(sub)
-    check.add_parser(sub)
-    doctor.add_parser(sub)
-    bench.add_parser(sub)
-    docs.add_parser(sub)
-    mutate.add_parser(sub)
+    learner = [c for c in COMMANDS if not c.maintainers_only]
+    maintainer = [c for c in COMMANDS if c.maintainers_only]
+    width = max(len(c.name) for c in COMMANDS) + 2
+    listing = "\n".join(["the learner's commands:", *(f"  {c.name:<{width}}{c.help}" for c in learner), "",
+                         "the maintainer's commands:", *(f"  {c.name:<{width}}{c.help}" for c in maintainer)])
+    p = argparse.ArgumentParser(prog="judge.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="AllocLab's judge: builds, tests and explains your allocators. Exit "
+                                "status: 0 all good, 1 the judged code failed, 2 bad usage or a missing toolchain.",
+                                epilog=listing)
+    sub = p.add_subparsers(title="commands", metavar="COMMAND", help="one of the commands below")
+    for command in COMMANDS:
+        s = sub.add_parser(command.name,
+                           description=("(maintainers) " if command.maintainers_only else "") + command.help)
+        command.arguments(s)
+        s.set_defaults(command=command)
     return p
-
-
-def cmd_test(args, catalog: cat.Catalog) -> int:
-    exercise = catalog.resolve(args.exercise)
-    compilers = build.compilers_for(args.compiler)
-    if args.source:
-        path = Path(args.source).expanduser().resolve()
-        if not path.is_file():
-            raise UsageError(f"--source {args.source}: no such file")
-        impl = build.Impl("source", path)
-    else:
-        impl = build.Impl("solutions" if args.solution else "exercises")
-    stages = ()
-    if args.stage is not None:
-        if not 1 <= args.stage <= len(exercise.stages):
-            raise UsageError(f"exercise {exercise.id} has stages 1 to {len(exercise.stages)}, not {args.stage}")
-        stages = (args.stage,)
-    if not args.json:
-        print(ui.paint(f"Judging {verify.implementation_file(exercise, impl).name} for exercise "
-                       f"{exercise.id:02d}…", "dim"), flush=True)
-    if impl.kind == "exercises":
-        verdict = learner.judge(catalog, exercise, compilers, stages)
-    else:
-        verdict = verify.judge(catalog, exercise, impl, compilers, stages, werror=impl.kind == "solutions",
-                               slot=os.environ.get("ALLOCLAB_SLOT", ""))
-    if args.json:
-        print(json.dumps(verdict.to_json(), indent=2))
-    else:
-        command = "python3 judge/judge.py test " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["test"] else ""
-        print(report.render(verdict, exercise, args.verbose, command.strip()))
-    if args.junit:
-        from . import junit
-        try:
-            junit.write(verdict, Path(args.junit))
-        except OSError as err:
-            print(f"judge: --junit {args.junit}: cannot write it: {err.strerror or err}", file=sys.stderr)
-            return EXIT_USAGE
-    return EXIT_OK if verdict.passed else EXIT_FAILED
-
-
-def cmd_list(args, catalog: cat.Catalog) -> int:
-    print(overview.render(catalog))
-    return EXIT_OK
-
-
-def cmd_hint(args, catalog: cat.Catalog) -> int:
-    exercise = catalog.resolve(args.exercise)
-    if not progress.is_fresh(exercise):  # the last verdict is about another version of the file
-        print(ui.paint(f"Judging {exercise.header} to find the first stage that fails…", "dim"), flush=True)
-        learner.judge(catalog, exercise, build.compilers_for("clang"))
-    print(overview.next_hint(exercise))
-    return EXIT_OK

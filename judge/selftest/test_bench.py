@@ -2,7 +2,7 @@
 import json
 import unittest
 
-from lab import bench
+from lab.learner import bench
 
 
 class BenchTest(unittest.TestCase):

@@ -6,7 +6,7 @@ import contextlib
 import io
 import unittest
 
-from lab import bench
+from lab.learner import bench
 
 
 def row(ns):

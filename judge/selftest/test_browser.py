@@ -4,7 +4,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lab import browser
+from lab.maintainer import browser
 
 PIXEL = ('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10" viewBox="0 0 10 10">'
          '<rect width="10" height="10" fill="white"/></svg>')

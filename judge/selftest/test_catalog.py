@@ -4,8 +4,11 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lab import catalog as cat
-from lab import mistakes as mis
+from lab.model import catalog as cat
+from lab.maintainer import lint, mistakes as mis
+
+
+LIMITS = cat.load().limits
 
 
 class ResolveTest(unittest.TestCase):
@@ -29,14 +32,14 @@ class ResolveTest(unittest.TestCase):
 class ValidateTest(unittest.TestCase):
     def test_shipped_catalog_is_valid(self):
         """The catalog itself; the chapters and quizzes it points to are test_course's."""
-        self.assertEqual(cat.catalog_problems(cat.load()), [])
+        self.assertEqual(lint.catalog_problems(cat.load()), [])
 
     def test_problems_are_named(self):
         catalog = cat.load()
         arena = catalog.exercises[0]
         broken = dataclasses.replace(arena, id=3, slug="Bad_Slug", difficulty="trivial", sanitizers=("msan",),
                                      stages=(cat.Stage(1, "NoSuchSuite", "x", "y", ("asan",)),))
-        problems = "\n".join(cat.validate(cat.Catalog((broken,))))
+        problems = "\n".join(lint.validate(cat.Catalog((broken,), catalog.limits)))
         for expected in ("ids must be 1, 2, 3", "slug 'Bad_Slug'", "difficulty", "stage 1: 0 hint(s)",
                          "sanitizers must be chosen", "NoSuchSuite"):
             self.assertIn(expected, problems)
@@ -48,12 +51,12 @@ class ValidateTest(unittest.TestCase):
         own = (cat.Hint("concept", "Which idea?", (test,)), cat.Hint("approach", "Keep `used_`.", (test,)),
                cat.Hint("code", "`used_ += n;`", (test,)))
         good = dataclasses.replace(first, hints=first.hints + own)
-        self.assertEqual(cat.catalog_problems(cat.Catalog((dataclasses.replace(arena, stages=(good, *arena.stages[1:])),))), [])
+        self.assertEqual(lint.catalog_problems(cat.Catalog((dataclasses.replace(arena, stages=(good, *arena.stages[1:])),), LIMITS)), [])
         bad = (cat.Hint("code", "`used_ += n;`", (test,)), cat.Hint("concept", "Is `used_` right?", (test,)),
                cat.Hint("approach", "x", ("NoSuchTest",)))
         broken = dataclasses.replace(first, hints=first.hints + bad)
-        problems = "\n".join(cat.catalog_problems(cat.Catalog((dataclasses.replace(
-            arena, stages=(broken, *arena.stages[1:])),))))
+        problems = "\n".join(lint.catalog_problems(cat.Catalog((dataclasses.replace(
+            arena, stages=(broken, *arena.stages[1:])),), LIMITS)))
         for expected in (f"the hints for {first.suite}.{test}: the hints go code, concept; they must go concept",
                          f"the hints for {first.suite}.{test}: no approach hint",
                          f"the hints for {first.suite}.{test}: hint 2 is a concept hint but contains code",
@@ -107,3 +110,24 @@ class ApplyTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HintLayout(unittest.TestCase):
+    """Hints are reviewed as text: multi-line strings wrapped at 100 columns."""
+
+    def layout(self, text: str) -> list[str]:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "catalog.toml"
+            path.write_text(text)
+            return lint.hint_layout_problems(path)
+
+    def test_the_shipped_catalog_is_wrapped(self):
+        self.assertEqual(lint.hint_layout_problems(), [])
+
+    def test_a_hint_on_one_line_and_a_long_line_are_named(self):
+        problems = self.layout('  { level = "code", text = "x" },\n'
+                               '  { level = "code", text = """\\\n      ' + "word " * 30 + '""" },\n'
+                               '  { level = "code", text = """\\\n      short""" },\n')
+        self.assertEqual(len(problems), 2, problems)
+        self.assertIn(":1: a hint on one line", problems[0])
+        self.assertIn(":3: a hint's line is 162 columns long", problems[1])

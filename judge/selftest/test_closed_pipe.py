@@ -6,7 +6,7 @@ import subprocess
 import sys
 import unittest
 
-from lab.catalog import ROOT
+from lab.model.catalog import ROOT
 
 from .test_hostile import JUDGE, _which, cli_env
 

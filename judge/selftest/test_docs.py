@@ -7,8 +7,9 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from lab import catalog as cat
-from lab import docs, doctor
+from lab.model import catalog as cat
+from lab.maintainer import docs, doctor
+from lab.model.errors import UsageError
 
 CHAPTER = """# Chapter 1 — The arena {#ch01}
 
@@ -193,8 +194,8 @@ class DoctorTest(unittest.TestCase):
         fake = [("Doxygen", "doxygen", True), ("The docs' theme", "doxygen-awesome-css", False),
                 ("Chromium", "chromium", False)]
         with mock.patch.object(doctor, "checks", return_value=fake), \
-                mock.patch("sys.stdout", new_callable=io.StringIO) as out:
-            self.assertEqual(doctor.run(None, None), 2)
+                mock.patch("sys.stdout", new_callable=io.StringIO) as out, self.assertRaises(UsageError):
+            doctor.doctor_command(None, None)
         self.assertIn("sudo apt-get update && sudo apt-get install -y doxygen-awesome-css chromium", out.getvalue())
 
 

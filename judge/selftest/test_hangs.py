@@ -18,8 +18,9 @@ import types
 import unittest
 from pathlib import Path
 
-from lab import build, catalog as cat, results, verify
-from lab.catalog import Stage
+from lab.engine import build, judging
+from lab.model import catalog as cat, results
+from lab.model.catalog import Stage
 
 from .test_hostile import HOSTILE, SLOT, _which, exercise_for, wait_for_no_leftovers
 
@@ -66,44 +67,46 @@ class FakeBinaryTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def judge(self, plan: dict[str, str]) -> tuple[list[results.StageResult], float]:
+    def judge(self, plan: dict[str, str]) -> tuple[list[results.StageResult], float, bool]:
         suites = list(dict.fromkeys(name.split(".")[0] for name in plan))
         stages = [Stage(n, suite, suite.lower(), "", ("asan",)) for n, suite in enumerate(suites, 1)]
         expected = {suite: [name for name in plan if name.startswith(suite + ".")] for suite in suites}
         env = dict(os.environ, FAKE_PLAN=json.dumps(plan))
         start = time.monotonic()
-        results = verify.run_stages(self.binary, stages, expected, env, LIMITS, Path("/nonexistent/focus.hpp"))
-        return results, time.monotonic() - start
+        results, everywhere = judging.run_stages(self.binary, stages, expected, env, LIMITS,
+                                                 Path("/nonexistent/focus.hpp"))
+        return results, time.monotonic() - start, everywhere
 
     def test_a_hang_in_every_stage_costs_one_limit(self):
         plan = {f"S{s}.T{t}": "hang" for s in range(1, 5) for t in range(1, 4)}
-        results, took = self.judge(plan)
+        results, took, everywhere = self.judge(plan)
         self.assertLess(took, 2 * LIMIT, "a hang shared by every stage must cost one time limit, not one per test")
         for stage in results:
             self.assertEqual(stage.status, "failed")
             self.assertEqual([t.status for t in stage.tests], ["timeout", "not run", "not run"])
             self.assertIn("every stage hung", stage.problems[0])
         self.assertIn("constructor", results[0].problems[0])
-        self.assertTrue(verify.shared_hang(results))
+        self.assertTrue(everywhere)
 
     def test_one_hanging_test_keeps_every_other_verdict(self):
         plan = {"S1.A": "pass", "S1.B": "hang", "S1.C": "fail", "S1.D": "pass", "S2.A": "pass", "S2.B": "fail"}
-        results, _ = self.judge(plan)
+        results, _, everywhere = self.judge(plan)
         self.assertEqual([t.status for t in results[0].tests], ["passed", "timeout", "failed", "passed"],
                          "the tests after the one that hung must be run again and judged")
         self.assertEqual([t.status for t in results[1].tests], ["passed", "failed"])
-        self.assertFalse(verify.shared_hang(results))
+        self.assertFalse(everywhere)
 
     def test_a_hang_in_some_stages_only_is_judged_test_by_test(self):
         plan = {"S1.A": "hang", "S1.B": "pass", "S2.A": "hang", "S2.B": "fail", "S3.A": "pass"}
-        results, _ = self.judge(plan)
+        results, _, _ = self.judge(plan)
         self.assertEqual([t.status for t in results[0].tests], ["timeout", "passed"])
         self.assertEqual([t.status for t in results[1].tests], ["timeout", "failed"])
         self.assertEqual(results[2].status, "passed")
 
     def test_a_single_stage_is_never_taken_for_a_shared_hang(self):
-        results, _ = self.judge({"S1.A": "hang", "S1.B": "pass"})
+        results, _, everywhere = self.judge({"S1.A": "hang", "S1.B": "pass"})
         self.assertEqual([t.status for t in results[0].tests], ["timeout", "passed"])
+        self.assertFalse(everywhere)
 
 
 class ConstructorNeverReturns(unittest.TestCase):
@@ -118,7 +121,8 @@ class ConstructorNeverReturns(unittest.TestCase):
         exercise = exercise_for(catalog, 1)
         header = HOSTILE / "constructor-never-returns.hpp"
         start = time.monotonic()
-        verdict = verify.judge(catalog, exercise, build.Impl("source", header), ("clang",), slot=SLOT)
+        verdict = judging.judge(judging.Request(exercise, build.Impl("source", header), ("clang",), slot=SLOT),
+                                catalog.limits)
         took = time.monotonic() - start - sum(c.build.seconds for c in verdict.configs)
         self.assertFalse(verdict.passed)
         self.assertEqual(len(verdict.configs[0].stages), len(exercise.stages))

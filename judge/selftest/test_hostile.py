@@ -26,8 +26,10 @@ import time
 import unittest
 from pathlib import Path
 
-from lab import build, catalog as cat, report, results, verify
-from lab.catalog import ROOT, Exercise, Stage
+from lab.engine import build, judging
+from lab.model import catalog as cat, results
+from lab.learner import report
+from lab.model.catalog import ROOT, Exercise, Stage
 
 from . import formats
 
@@ -141,8 +143,9 @@ class HostileCorpus(unittest.TestCase):
         exercise = exercise_for(self.catalog, case.exercise)
         before = fingerprint(case.path)
         start = time.monotonic()
-        verdict = verify.judge(self.catalog, exercise, build.Impl("source", case.path), ("clang",), (case.stage,),
-                               slot=SLOT, sanitizer_list=(case.sanitizer,) if case.sanitizer else None)
+        request = judging.Request(exercise, build.Impl("source", case.path), ("clang",), (case.stage,), slot=SLOT,
+                                  sanitizers=(case.sanitizer,) if case.sanitizer else ())
+        verdict = judging.judge(request, self.catalog.limits)
         took = time.monotonic() - start
         text = report.render(verdict, exercise, verbose=False)
         where = f"{case.path.name}:\n{text}"
@@ -170,7 +173,7 @@ class HostileCorpus(unittest.TestCase):
         # Every verdict, however strange, is valid JSON and valid JUnit.
         data = json.loads(json.dumps(verdict.to_json()))
         self.assertEqual(formats.json_errors(data), [], case.path.name)
-        from lab import junit
+        from lab.learner import junit
         with tempfile.TemporaryDirectory() as tmp:
             xml_path = Path(tmp) / "results.xml"
             junit.write(verdict, xml_path)

@@ -19,9 +19,26 @@ import time
 import unittest
 from pathlib import Path
 
-from lab import progress
-from lab.catalog import ROOT, Catalog, Exercise, Hint, Stage
-from lab.watch import Keys, Watcher, first_unpassed
+from lab.model import progress
+from lab.model.catalog import ROOT, Catalog, Exercise, Hint, Limits, Stage
+from lab.learner.watch import Keys, Watcher, first_unpassed
+from lab.model.progress import Progress
+
+def saved(path: Path, method: str, *args, **kwargs):
+    """One command's worth of progress: the file at `path` loaded, one change made, saved."""
+    progress = Progress(path)
+    result = getattr(progress, method)(*args, **kwargs)
+    progress.save()
+    return result
+
+
+def take_hint_at(path: Path, exercise: Exercise) -> str:
+    """`hint` on the progress file at `path`: the next hint, counted as taken and saved."""
+    progress = Progress(path)
+    text = overview.take_next_hint(exercise, progress)
+    progress.save()
+    return text
+
 
 PY = sys.executable
 
@@ -38,21 +55,21 @@ class FakeKit:
 
     def __init__(self, tmp: Path):
         self.exercises = (fake_exercise(1), fake_exercise(2))
-        self.catalog = Catalog(self.exercises)
+        self.catalog = Catalog(self.exercises, Limits(20, 65536, 4096, 300, 600))
         self.state = tmp / "progress.json"
         self.files = {ex.id: tmp / ex.header for ex in self.exercises}
         for path in self.files.values():
             path.write_text("// skeleton\n")
         self.judged: list[int] = []
 
-    def judge(self, exercise: Exercise) -> bool:
+    def judge(self, exercise: Exercise, progress: Progress) -> bool:
         self.judged.append(exercise.id)
         passed = "DONE" in self.files[exercise.id].read_text()
-        progress.record(exercise, passed, None if passed else 1, self.state)
+        progress.record(exercise, passed, None if passed else 1)
         return passed
 
     def watcher(self, out, keys=None) -> Watcher:
-        return Watcher(self.catalog, self.judge, state=self.state, file_of=lambda ex: self.files[ex.id],
+        return Watcher(self.catalog, self.judge, Progress(self.state), file_of=lambda ex: self.files[ex.id],
                        keys=keys or Keys(io.StringIO()), out=out, interval=0.05, settle=0.05)
 
 
@@ -72,7 +89,7 @@ class WatchLoop(unittest.TestCase):
             out = io.StringIO()
             watcher = kit.watcher(out)
             result = {}
-            thread = threading.Thread(target=lambda: result.setdefault("rc", watcher.run(kit.exercises[0])))
+            thread = threading.Thread(target=lambda: result.setdefault("ok", watcher.run(kit.exercises[0])))
             thread.start()
             self.assertTrue(wait_until(lambda: kit.judged == [1]), "watch judges the exercise at once")
             time.sleep(0.2)
@@ -83,7 +100,7 @@ class WatchLoop(unittest.TestCase):
             kit.files[2].write_text("// DONE as well\n")
             thread.join(20)
             self.assertFalse(thread.is_alive(), "after the last exercise passes, watch ends")
-            self.assertEqual(result.get("rc"), 0)
+            self.assertIs(result.get("ok"), True)
             text = out.getvalue()
             self.assertIn("On to exercise 02", text)
             self.assertIn("every other", text)
@@ -92,11 +109,11 @@ class WatchLoop(unittest.TestCase):
     def test_starts_at_the_first_exercise_not_passed(self):
         with tempfile.TemporaryDirectory() as tmp:
             kit = FakeKit(Path(tmp))
-            self.assertEqual(first_unpassed(kit.catalog, kit.state).id, 1)
-            progress.record(kit.exercises[0], True, None, kit.state)
-            self.assertEqual(first_unpassed(kit.catalog, kit.state).id, 2)
-            progress.record(kit.exercises[1], True, None, kit.state)
-            self.assertIsNone(first_unpassed(kit.catalog, kit.state))
+            self.assertEqual(first_unpassed(kit.catalog, Progress(kit.state)).id, 1)
+            saved(kit.state, "record", kit.exercises[0], True, None)
+            self.assertEqual(first_unpassed(kit.catalog, Progress(kit.state)).id, 2)
+            saved(kit.state, "record", kit.exercises[1], True, None)
+            self.assertIsNone(first_unpassed(kit.catalog, Progress(kit.state)))
 
     def test_a_file_replaced_by_rename_is_seen(self):
         """Many editors save by writing a new file and renaming it over the old one."""
@@ -120,13 +137,13 @@ class WatchLoop(unittest.TestCase):
             kit = FakeKit(Path(tmp))
             saved_during_judging = threading.Event()
 
-            def slow_judge(exercise):
+            def slow_judge(exercise, progress):
                 if not saved_during_judging.is_set():
                     kit.files[1].write_text("// saved while the judge was compiling\n")
                     saved_during_judging.set()
-                return kit.judge(exercise)
+                return kit.judge(exercise, progress)
 
-            watcher = Watcher(kit.catalog, slow_judge, state=kit.state, file_of=lambda ex: kit.files[ex.id],
+            watcher = Watcher(kit.catalog, slow_judge, Progress(kit.state), file_of=lambda ex: kit.files[ex.id],
                               keys=Keys(io.StringIO()), out=io.StringIO(), interval=0.05, settle=0.05)
             thread = threading.Thread(target=watcher.run, args=(kit.exercises[0],), daemon=True)
             thread.start()
@@ -145,9 +162,9 @@ class WatchKeys(unittest.TestCase):
         if pid == 0:  # the child: a watcher on the pseudo terminal
             try:
                 kit = FakeKit(tmp)
-                watcher = Watcher(kit.catalog, kit.judge, state=kit.state, file_of=lambda ex: kit.files[ex.id],
+                watcher = Watcher(kit.catalog, kit.judge, Progress(kit.state), file_of=lambda ex: kit.files[ex.id],
                                   interval=0.05, settle=0.05)
-                code = watcher.run(kit.exercises[0])
+                code = 0 if watcher.run(kit.exercises[0]) else 1
             except BaseException:
                 import traceback
                 traceback.print_exc()
@@ -293,10 +310,10 @@ class ResetAndSolution(unittest.TestCase):
         self.assertIn("--force", forced.stdout, "--force says what it did")
         self.assertIn("solution_forced", state.read_text())
         # Once passed (the progress file says so), no --force is needed, even after a reset.
-        from lab.catalog import load
+        from lab.model.catalog import load
         exercise = load(self.kit / "judge" / "catalog.toml").resolve("1")
-        progress.record(exercise, True, None, state)
-        progress.restart(exercise, state)
+        saved(state, "record", exercise, True, None)
+        saved(state, "restart", exercise)
         earned = judge_cli(self.kit, "solution", "1")
         self.assertEqual(earned.returncode, 0)
         self.assertIn("class Arena", earned.stdout)
@@ -305,10 +322,10 @@ class ResetAndSolution(unittest.TestCase):
     def test_list_shows_progress(self):
         state = self.kit / ".alloclab" / "progress.json"
         state.unlink(missing_ok=True)
-        from lab.catalog import load
+        from lab.model.catalog import load
         catalog = load(self.kit / "judge" / "catalog.toml")
-        progress.record(catalog.exercises[0], True, None, state)
-        progress.record(catalog.exercises[1], False, 3, state)
+        saved(state, "record", catalog.exercises[0], True, None)
+        saved(state, "record", catalog.exercises[1], False, 3)
         proc = judge_cli(self.kit, "list")
         self.assertEqual(proc.returncode, 0)
         lines = proc.stdout.splitlines()
@@ -357,8 +374,8 @@ class CourseCommands(unittest.TestCase):
     def test_hint_and_stage_runs_follow_the_learner(self):
         if not all(shutil.which(t) for t in ("clang++", "cmake", "ninja")):
             self.skipTest("toolchain not installed")
-        from lab import mistakes
-        from lab.catalog import load
+        from lab.maintainer import mistakes
+        from lab.model.catalog import load
         arena = load(self.kit / "judge" / "catalog.toml").resolve("1")
         self.state.unlink(missing_ok=True)
         first = judge_cli(self.kit, "hint", "1")

@@ -9,8 +9,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lab import catalog as cat
-from lab.catalog import ROOT
+from lab.model import catalog as cat
+from lab.model.catalog import ROOT
 
 
 class OneSourceForLimits(unittest.TestCase):

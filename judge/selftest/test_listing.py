@@ -9,8 +9,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lab import listing
-from lab.catalog import ROOT
+from lab.engine import listing
+from lab.model.catalog import ROOT
 
 STAGE_FILE = r"""
 #include <gtest/gtest.h>
@@ -104,7 +104,8 @@ class TheListIsTrusted(unittest.TestCase):
         import os
         from unittest import mock
 
-        from lab import build, catalog as cat
+        from lab.engine import build
+        from lab.model import catalog as cat
         exercise = cat.load().resolve("1")
         with tempfile.TemporaryDirectory() as tmp:
             tree = Path(tmp)

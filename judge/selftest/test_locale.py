@@ -11,7 +11,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from lab import build, run
+from lab.engine import build, process
 
 BROKEN = "// the learner's header\ninline int answer() { return undeclared_name; }\n"
 
@@ -29,9 +29,9 @@ def _translation_installed() -> bool:
 class Locale(unittest.TestCase):
     def test_every_program_runs_untranslated(self):
         with mock.patch.dict(os.environ, german(), clear=True):
-            r = run.run([sys.executable, "-c", "import os; print(os.environ.get('LC_ALL'), "
+            r = process.run([sys.executable, "-c", "import os; print(os.environ.get('LC_ALL'), "
                          "os.environ.get('LANGUAGE', 'unset'))"], timeout=30, keep_bytes=1000)
-            given = run.run([sys.executable, "-c", "import os; print(os.environ.get('LC_ALL'), "
+            given = process.run([sys.executable, "-c", "import os; print(os.environ.get('LC_ALL'), "
                              "os.environ.get('LANGUAGE', 'unset'))"], env=dict(os.environ), timeout=30,
                             keep_bytes=1000)
         self.assertEqual(r.stdout.text().split(), ["C", "unset"])
@@ -46,7 +46,7 @@ class Locale(unittest.TestCase):
             argv = ["g++", "-std=c++20", "-fsyntax-only", "-x", "c++", str(header)]
             with mock.patch.dict(os.environ, german(), clear=True):
                 raw = subprocess.run(argv, capture_output=True, text=True).stderr
-                judged = run.run(argv, timeout=120, keep_bytes=100_000).stderr.text()
+                judged = process.run(argv, timeout=120, keep_bytes=100_000).stderr.text()
         self.assertIn("Fehler", raw, "without the judge's environment this g++ speaks German (else the test "
                       "proves nothing)")
         self.assertEqual([d.severity for d in build.parse_diagnostics(raw)], [], "the parser reads English only")

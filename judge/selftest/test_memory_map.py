@@ -3,7 +3,7 @@ import json
 import unittest
 import xml.etree.ElementTree as ET
 
-from lab import memory_map
+from lab.learner import memory_map
 
 MiB = 1 << 20
 SVG = "{http://www.w3.org/2000/svg}"

@@ -1,8 +1,8 @@
 """Known mistakes: every hunk of a diff marks the line that is wrong, and the shipped diffs do."""
 import unittest
 
-from lab import catalog as cat
-from lab import mistakes as mis
+from lab.model import catalog as cat
+from lab.maintainer import mistakes as mis
 
 _MARKED = """Mistake: x
 Caught by: S.T

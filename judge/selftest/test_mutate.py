@@ -1,7 +1,7 @@
 """The mutant generator: what it changes, and what it never touches."""
 import unittest
 
-from lab import mutate
+from lab.maintainer import mutate
 
 _SOURCE = """\
 #include <vector>  // a < b in a comment
@@ -49,14 +49,14 @@ class GenerateTest(unittest.TestCase):
             self.assertEqual([i + 1 for i, (x, y) in enumerate(zip(before, after)) if x != y], [m.line])
 
     def test_the_references_yield_mutants_of_every_kind(self):
-        from lab import catalog as cat
+        from lab.model import catalog as cat
         for ex in cat.load().exercises:
             kinds = {m.kind for m in mutate.generate(ex.solution_file.read_text(encoding="utf-8"))}
             self.assertEqual(kinds, {"relational", "arithmetic", "logical", "constant", "deletion"}, ex.name)
 
 
     def test_every_recorded_equivalent_mutant_is_still_made_and_has_a_reason(self):
-        from lab import catalog as cat
+        from lab.model import catalog as cat
         for ex in cat.load().exercises:
             made = {m.key() for m in mutate.generate(ex.solution_file.read_text(encoding="utf-8"))}
             for key, reason in mutate.equivalents(ex).items():

@@ -2,7 +2,8 @@
 test; different messages and -v still show everything."""
 import unittest
 
-from lab import report, results
+from lab.learner import report
+from lab.model import results
 
 T = results.TestOutcome
 

@@ -7,9 +7,11 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lab import build, gtest_report, junit, report, sanitizers
-from lab.catalog import Exercise, Limits, Stage
-from lab.results import BuildSummary, ConfigResult, StageResult, TestOutcome, Verdict
+from lab.engine import build, gtest_report, sanitizers
+from lab.learner import junit, report
+from lab.model.catalog import Exercise, Limits, Stage
+from lab.model import results
+from lab.model.results import BuildSummary, ConfigResult, StageResult, TestOutcome, Verdict
 
 from . import formats
 
@@ -21,7 +23,7 @@ EXERCISE = Exercise(1, "arena", "The arena", "", "easy", "arena.hpp", ("asan",),
 def sample_verdict() -> Verdict:
     """Every kind of outcome at once: passed, failed, crashed with a finding, hung, skipped,
     not run; a stage problem, a note; a second configuration that did not build; tampering."""
-    finding = sanitizers.Finding("AddressSanitizer", "heap-buffer-overflow", "READ of size 8", "arena.hpp:3",
+    finding = results.Finding("AddressSanitizer", "heap-buffer-overflow", "READ of size 8", "arena.hpp:3",
                                  "alloclab::Arena::allocate", "==1==ERROR: AddressSanitizer: heap-buffer-overflow\x01")
     stage1 = StageResult(1, "ArenaBasics", "basics", "goal one", "failed", [
         TestOutcome("ArenaBasics.A", "passed", [], None, 0.01),
@@ -34,7 +36,7 @@ def sample_verdict() -> Verdict:
     stage2 = StageResult(2, "ArenaAlignment", "alignment", "goal two", "passed",
                          [TestOutcome("ArenaAlignment.G", "passed", [], None, 0.1)], seconds=0.1)
     clang = ConfigResult("clang", "asan", BuildSummary(True, 3.0), [stage1, stage2])
-    error = build.Diagnostic("arena.hpp", 4, 2, "error", "expected ';'", ["int x", "     ^"])
+    error = results.Diagnostic("arena.hpp", 4, 2, "error", "expected ';'", ["int x", "     ^"])
     gcc = ConfigResult("gcc", "asan", BuildSummary(False, 1.0, error), [
         StageResult(1, "ArenaBasics", "basics", "goal one", "not built"),
         StageResult(2, "ArenaAlignment", "alignment", "goal two", "not built")])
@@ -183,7 +185,7 @@ class SanitizerSummaries(unittest.TestCase):
         self.assertFalse(sanitizers.hit_memory_limit(overflow))
 
     def test_the_limit_appears_in_the_line(self):
-        finding = sanitizers.Finding("AddressSanitizer", "out-of-memory", "", "", "", "", "limit: memory_mb = 256")
+        finding = results.Finding("AddressSanitizer", "out-of-memory", "", "", "", "", "limit: memory_mb = 256")
         self.assertIn("memory_mb = 256", finding.line())
 
 
@@ -211,7 +213,7 @@ class ReportFileChecks(unittest.TestCase):
 
 class Limits_(unittest.TestCase):
     def test_limits_live_in_the_catalog(self):
-        from lab import catalog
+        from lab.model import catalog
         text = catalog.CATALOG.read_text(encoding="utf-8")
         for name in (f.name for f in __import__("dataclasses").fields(Limits)):
             self.assertRegex(text, rf"(?m)^{name}\s*=", f"[limits] in judge/catalog.toml must set {name}")

@@ -3,12 +3,12 @@ import sys
 import time
 import unittest
 
-from lab import run
+from lab.engine import process
 
 
 class RunTest(unittest.TestCase):
     def test_a_flood_is_capped_but_counted(self):
-        r = run.run([sys.executable, "-c", "import sys; sys.stdout.write('x' * 3_000_000)"], timeout=30, keep_bytes=1000)
+        r = process.run([sys.executable, "-c", "import sys; sys.stdout.write('x' * 3_000_000)"], timeout=30, keep_bytes=1000)
         self.assertEqual(r.returncode, 0)
         self.assertEqual(r.stdout.total, 3_000_000)
         self.assertTrue(r.stdout.truncated)
@@ -17,12 +17,12 @@ class RunTest(unittest.TestCase):
     def test_a_hang_is_stopped_with_its_children(self):
         code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
         start = time.monotonic()
-        r = run.run([sys.executable, "-c", code], timeout=1, keep_bytes=1000)
+        r = process.run([sys.executable, "-c", code], timeout=1, keep_bytes=1000)
         self.assertTrue(r.timed_out)
         self.assertLess(time.monotonic() - start, 10)
 
     def test_a_signal_is_named(self):
-        r = run.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
+        r = process.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
                     timeout=30, keep_bytes=1000)
         self.assertEqual(r.signal_name, "SIGSEGV")
 

@@ -4,8 +4,8 @@ import subprocess
 import tomllib
 import unittest
 
-from lab import sanitizers
-from lab.catalog import CATALOG, ROOT
+from lab.engine import sanitizers
+from lab.model.catalog import CATALOG, ROOT
 
 ASAN = """=================================================================
 ==4242==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000014 at pc 0x55 bp 0x7ff sp 0x7ff

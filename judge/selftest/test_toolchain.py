@@ -6,8 +6,8 @@ import shutil
 import subprocess
 import unittest
 
-from lab import doctor
-from lab.catalog import ROOT
+from lab.maintainer import doctor
+from lab.model.catalog import ROOT
 
 
 class OneListOfPackages(unittest.TestCase):

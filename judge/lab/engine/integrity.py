@@ -9,9 +9,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from . import run as runner
-from .build import BUILD_ROOT, program
-from .files import write_atomically
+from . import process
+from .build import BUILD_ROOT
+from ..model.catalog import program
+from ..model.files import write_atomically
 
 _DEFINE_RE = re.compile(r"^#define (\w+)(.*)$", re.M)
 
@@ -22,7 +23,7 @@ def _macros(compiler: str, source: str, include_dir: Path) -> dict[str, str] | N
         handle.write(source)
         handle.flush()
         argv = [program(compiler), "-std=c++20", "-E", "-dM", "-I", str(include_dir), handle.name]
-        result = runner.run(argv, timeout=60, keep_bytes=8_000_000)
+        result = process.run(argv, timeout=60, keep_bytes=8_000_000)
     if result.returncode != 0 or result.stdout.truncated:
         return None
     return {name: body.strip() for name, body in _DEFINE_RE.findall(result.stdout.text())}

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import re
 
-from . import ui
-from .catalog import Exercise
-from .results import ConfigResult, StageResult, Verdict
+from .. import ui
+from ..model.catalog import Exercise
+from ..model.results import ConfigResult, StageResult, StageStatus, TestStatus, Verdict
 
-_STATUS_WORD = {"crashed": "crashed", "timeout": "hung", "not run": "did not run", "skipped": "skipped"}
+_STATUS_WORD = {TestStatus.CRASHED: "crashed", TestStatus.TIMEOUT: "hung", TestStatus.NOT_RUN: "did not run",
+                TestStatus.SKIPPED: "skipped"}
 
 
 def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command: str = "") -> str:
@@ -120,8 +121,7 @@ def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:
         passed = ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes every stage", "green") + counted
         if verdict.implementation != "exercises":
             return passed
-        from .course import after_you_pass
-        return (passed + f"\n  Now read {after_you_pass(exercise)}: the mistakes the tests catch and the "
+        return (passed + f"\n  Now read {exercise.after_you_pass}: the mistakes the tests catch and the "
                 f"decisions the reference makes. Then `python3 judge/judge.py bench {exercise.id}` and "
                 f"`python3 judge/judge.py quiz {exercise.id}`.")
     if verdict.tampering:
@@ -129,7 +129,7 @@ def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:
     if any(not c.build.ok for c in verdict.configs):
         return ui.paint(f"{ui.FAIL} Not passed: the file does not compile yet.", "red") + f" Fix the error above, then run {again} again."
     stage_no = verdict.first_failing_stage()
-    stage = next(s for c in verdict.configs for s in c.stages if s.number == stage_no and s.status != "passed")
+    stage = next(s for c in verdict.configs for s in c.stages if s.number == stage_no and s.status != StageStatus.PASSED)
     failing = len(stage.tests) - stage.passed_count
     what = f"{failing} of {len(stage.tests)} tests fail" if failing else "the stage has problems listed above"
     return (ui.paint(f"{ui.FAIL} Not passed yet: stage {stage.number} ({stage.title}): {what}", "red") +

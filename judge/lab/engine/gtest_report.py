@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from .catalog import without_root
-from .results import TestOutcome, TestStatus, StageResult
+from ..model.catalog import without_root
+from ..model.results import TestOutcome, TestStatus, StageResult
 
 CANARY = "AllocLabCanary"   # the suite of judge/tests/support/canary.cpp
 

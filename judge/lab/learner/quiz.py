@@ -16,8 +16,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import progress, ui
-from .catalog import Catalog, CatalogError, Exercise, shown
+from ..model.progress import Progress
+from .. import ui
+from ..model.catalog import Catalog, CatalogError, Exercise, shown
 
 SIZE = (4, 6)   # fewest and most questions a chapter's quiz has
 _KEYS = {"ask", "choices", "answer", "explain", "tolerance"}
@@ -131,13 +132,7 @@ def problems(exercise: Exercise, path: Path | None = None) -> list[str]:
 
 # -- asking --------------------------------------------------------------------------------
 
-def add_parser(sub) -> None:
-    s = sub.add_parser("quiz", help="the chapter's self-check: a few questions, each explained once you answer")
-    s.add_argument("exercise", help="1, 01, arena or 01-arena")
-    s.set_defaults(run=run)
-
-
-def run(args, catalog: Catalog) -> int:
+def quiz_command(args, catalog: Catalog) -> bool:
     exercise = catalog.resolve(args.exercise)
     if not exercise.quiz_file.is_file():
         raise CatalogError(f"chapter {exercise.id} has no quiz yet: {shown(exercise.quiz_file)} does not exist. "
@@ -148,10 +143,14 @@ def run(args, catalog: Catalog) -> int:
     asker = Asker(sys.stdin, sys.stdout)
     right = asker.ask_all(exercise, questions)
     if right is None:
-        return 130 if asker.interrupted else 1
+        if asker.interrupted:
+            raise KeyboardInterrupt
+        return False
+    progress = Progress()
     progress.record_quiz(exercise, right, len(questions))
-    print(f"Recorded in {shown(progress.STATE)}; `python3 judge/judge.py list` shows it.")
-    return 0
+    progress.save()
+    print(f"Recorded in {shown(progress.path)}; `python3 judge/judge.py list` shows it.")
+    return True
 
 
 class Asker:

@@ -14,8 +14,8 @@ import json
 import re
 from pathlib import Path
 
-from . import build, run as runner
-from .catalog import ROOT, Exercise
+from . import build, process
+from ..model.catalog import ROOT, Exercise, Limits
 
 _SUITE_RE = re.compile(r"^(\S+)\.(?:\s+#.*)?$")
 _TEST_RE = re.compile(r"^  (\S+)")
@@ -44,7 +44,7 @@ def stage_filter(suite: str) -> str:
     return f"{suite}.*:*/{suite}.*:{suite}/*:*/{suite}/*"
 
 
-def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits) -> list[str] | None:
+def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits: Limits) -> list[str] | None:
     """Every test of the exercise, from the trusted build in `tree` (built here when the tests
     changed since it was last listed), or None when it cannot be built or read."""
     binary = tree / (f"test_{exercise.name}" if impl.kind == "solutions" else f"list_{exercise.name}")
@@ -58,7 +58,7 @@ def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits) -> list[s
         pass
     if impl.kind != "solutions" and not build.build(tree, binary.name, limits.build_timeout_seconds).ok:
         return None
-    listed = runner.run([str(binary), "--gtest_list_tests"], cwd=tree, timeout=limits.test_timeout_seconds,
+    listed = process.run([str(binary), "--gtest_list_tests"], cwd=tree, timeout=limits.test_timeout_seconds,
                         keep_bytes=4_000_000)
     tests = parse(listed.stdout.text())
     if listed.returncode != 0 or listed.stdout.truncated or not tests:

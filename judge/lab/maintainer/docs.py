@@ -16,10 +16,13 @@ import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from . import browser, quiz
-from . import run as runner
-from .build import BUILD_ROOT
-from .catalog import ROOT, Catalog, CatalogError, Exercise
+from . import browser
+from .markdown import outside_code
+from ..engine import process
+from ..engine.build import BUILD_ROOT
+from ..learner import quiz
+from ..model.catalog import ROOT, Catalog, CatalogError, Exercise
+from ..model.errors import UsageError
 
 OUT = BUILD_ROOT / "docs"
 MAINTAINER_OUT = BUILD_ROOT / "docs-maintainer"
@@ -28,7 +31,6 @@ THEME = Path("/usr/share/doxygen-awesome-css")
 SCREENSHOT = OUT / "chapter.png"
 
 _LEVEL_NAMES = {"concept": "the idea", "approach": "the approach", "code": "the code"}
-_FENCE = re.compile(r"^\s*(```|~~~)")
 _LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)\)")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _GLOBAL_NAME = re.compile(r"(?<![\w>)\]])::\w")
@@ -37,15 +39,6 @@ _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _SOURCES = re.compile(r"generated from the following files?:\s*<ul>(.*?)</ul>", re.S)
 _SVG_OBJECT = re.compile(r'<object type="image/svg\+xml" data="([^"]+)"[^>]*></object>')
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-
-
-def add_parser(sub) -> None:
-    s = sub.add_parser("docs", help="build the learner's HTML site into build/docs/html")
-    s.add_argument("--maintainer", action="store_true",
-                   help="build the maintainer's site instead: the reference solutions with their sources "
-                        "in place of the skeletons' contracts, and the authoring guide (build/docs-maintainer/html)")
-    s.add_argument("--out", type=Path, help="the folder to build into (the site goes in its html/)")
-    s.set_defaults(run=run)
 
 
 def missing() -> str:
@@ -73,7 +66,7 @@ def build_docs(catalog: Catalog, maintainer: bool = False, out: Path | None = No
     shutil.rmtree(out / "html", ignore_errors=True)  # a page of an earlier build must not linger
     config = out / "Doxyfile"
     config.write_text(_config(out, inputs, maintainer), encoding="utf-8")
-    result = runner.run(["doxygen", str(config)], cwd=ROOT, timeout=300, keep_bytes=100_000)
+    result = process.run(["doxygen", str(config)], cwd=ROOT, timeout=300, keep_bytes=100_000)
     warnings = result.stderr.text().strip()
     if result.returncode != 0 or warnings:
         return False, warnings or result.stdout.text()[-2000:] or f"doxygen exited with {result.returncode}"
@@ -170,12 +163,8 @@ def _config(out: Path, inputs: list[Path], maintainer: bool) -> str:
 
 def _outside_code(text: str, change) -> str:
     """Applies change() to every line outside fenced code blocks."""
-    lines, fenced = [], False
-    for line in text.splitlines(keepends=True):
-        if _FENCE.match(line):
-            fenced = not fenced
-        lines.append(line if fenced or _FENCE.match(line) else change(line))
-    return "".join(lines)
+    lines = text.splitlines(keepends=True)
+    return "".join(change(line) if prose else line for line, prose in zip(lines, outside_code(lines)))
 
 
 def for_doxygen(text: str, page: str, site: set[str]) -> str:
@@ -217,12 +206,8 @@ def with_help(text: str, exercise: Exercise) -> str:
     """The chapter with its hints and its quiz added at the end of "The task", before "After you pass"
     (at the end of a chapter that has neither heading)."""
     lines = text.splitlines(keepends=True)
-    headings, fenced = [], False
-    for i, line in enumerate(lines):
-        if _FENCE.match(line):
-            fenced = not fenced
-        elif not fenced and line.startswith("## "):
-            headings.append((i, line[3:].strip()))
+    headings = [(i, line[3:].strip()) for i, (line, prose) in enumerate(zip(lines, outside_code(lines)))
+                if prose and line.startswith("## ")]
     at = len(lines)
     after = [i for i, title in headings if title.startswith("After you pass")]
     task = [i for i, title in headings if title.startswith("The task")]
@@ -313,13 +298,15 @@ def _global_names(text: str) -> str:
     return _GLOBAL_NAME.sub(lambda m: "\\" + m.group(0), text)
 
 
-def run(args, catalog: Catalog) -> int:
+def docs_command(args, catalog: Catalog) -> bool:
     ok, detail = build_docs(catalog, args.maintainer, args.out)
     if ok:
         out = (args.out or (MAINTAINER_OUT if args.maintainer else OUT)).resolve()
         where = out / "html" / "index.html"
         print(f"The {'maintainer' if args.maintainer else 'learner'}'s site is in "
               f"{where.relative_to(ROOT) if where.is_relative_to(ROOT) else where}")
-        return 0
+        return True
+    if missing():
+        raise UsageError(detail)
     print(detail)
-    return 2 if missing() else 1
+    return False

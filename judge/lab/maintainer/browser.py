@@ -227,11 +227,6 @@ class Tab:
         self.call("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
 
-    def dark(self, on: bool) -> None:
-        """The reader's system preference, as a theme's `prefers-color-scheme` query sees it."""
-        self.call("Emulation.setEmulatedMedia",
-                  {"features": [{"name": "prefers-color-scheme", "value": "dark" if on else "light"}]})
-
     def load(self, url: str, seconds: float = 60.0, settle: float = 0.15) -> Load:
         """Opens url and waits for its load event and then for the network to be quiet for `settle`
         seconds; reports every failed request, script error and broken image on the way."""
@@ -387,22 +382,3 @@ def _broken(url: str, root: Path, anchors_of) -> list[str]:
         if fragment not in anchors_of(path):
             return [f"a link to {shown}#{fragment}, an anchor that page does not have"]
     return []
-
-
-
-def snap(page: Path, png: Path, width: int = 1280, height: int = 900, dark: bool = False,
-         browser: Browser | None = None) -> list[str]:
-    """A screenshot of one page at the given window size, in the light or the dark colour scheme;
-    returns the problems its load showed."""
-    own = browser is None
-    browser = browser or Browser()
-    try:
-        tab = browser.tab(width, height)
-        tab.dark(dark)
-        found = tab.load(page.resolve().as_uri())
-        tab.screenshot(png)
-        tab.close()
-        return found.problems
-    finally:
-        if own:
-            browser.close()

@@ -13,12 +13,14 @@ import os
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-from . import build, integrity, listing, run as runner, sanitizers
-from .catalog import ROOT, Catalog, Exercise, Stage, shown, tests_in_source
+from . import build, integrity, listing, process, sanitizers
+from ..model.catalog import Exercise, Limits, Stage, shown, tests_in_source
 from .gtest_report import CANARY, read_report, record_finished, record_report, running_test
-from .results import BuildSummary, ConfigResult, StageResult, StageStatus, TestOutcome, TestStatus, Verdict
+from ..model.results import (BuildSummary, ConfigResult, Finding, StageResult, StageStatus, TestOutcome, TestStatus,
+                             Verdict)
 
 
 def implementation_file(exercise: Exercise, impl: build.Impl) -> Path:
@@ -27,42 +29,69 @@ def implementation_file(exercise: Exercise, impl: build.Impl) -> Path:
     return exercise.solution_file if impl.kind == "solutions" else exercise.exercise_file
 
 
-def judge(catalog: Catalog, exercise: Exercise, impl: build.Impl, compilers: tuple[str, ...],
-          stage_numbers: tuple[int, ...] = (), werror: bool = False, slot: str = "",
-          sanitizer_list: tuple[str, ...] | None = None) -> Verdict:
+@dataclass(frozen=True)
+class Request:
+    """What to judge: an implementation of an exercise, built by which compilers, on which
+    stages. `test`, `check`, `mutate` and the learner's loop all judge through one."""
+    exercise: Exercise
+    impl: build.Impl
+    compilers: tuple[str, ...]
+    stages: tuple[int, ...] = ()        # the stages to judge by number; () for all
+    werror: bool = False                # warnings are errors (the references and skeletons in `check`)
+    slot: str = ""                      # build trees of their own (build.tree_dir)
+    sanitizers: tuple[str, ...] = ()    # the instrumentations to build with; () for the exercise's
+
+
+class _MacroCheck:
+    """Whether the header tampered with the test framework's macros. It needs only the
+    preprocessor, so it starts once the first build is done, beside the first tests: during the
+    build it would take a core from the compiler."""
+
+    def __init__(self, pool: ThreadPoolExecutor, compiler: str, focus: Path):
+        self._pool, self._compiler, self._focus, self._future = pool, compiler, focus, None
+
+    def start(self) -> None:
+        if self._future is None:
+            self._future = self._pool.submit(integrity.tampered_macros, self._compiler, self._focus)
+
+    def result(self) -> list[str]:
+        self.start()
+        return self._future.result()
+
+
+def judge(request: Request, limits: Limits) -> Verdict:
     """Builds and runs the exercise's stages in every configuration; never raises for what the
     judged code does."""
     start = time.monotonic()
-    focus = implementation_file(exercise, impl)
-    stages = [s for s in exercise.stages if not stage_numbers or s.number in stage_numbers]
+    exercise = request.exercise
+    focus = implementation_file(exercise, request.impl)
+    stages = [s for s in exercise.stages if not request.stages or s.number in request.stages]
+    configs: list[ConfigResult] = []
+    hung_under = ""   # the configuration whose every stage hung on its first run
     with ThreadPoolExecutor(max_workers=1) as pool:
-        # The macro check needs only the preprocessor. It starts once the first build is done,
-        # beside the first tests: during the build it would take a core from the compiler.
-        jobs = []
-
-        def start_macro_check() -> None:
-            if not jobs:
-                jobs.append(pool.submit(integrity.tampered_macros, compilers[0], focus))
-
-        configs = []
-        for compiler in compilers:
-            for sanitizer in sanitizer_list or exercise.sanitizers:
+        macros = _MacroCheck(pool, request.compilers[0], focus)
+        for compiler in request.compilers:
+            for sanitizer in request.sanitizers or exercise.sanitizers:
                 wanted = [s for s in stages if sanitizer in s.sanitizers]
                 if not wanted:
                     continue
-                hung = next((c for c in configs if shared_hang(c.stages)), None)
-                if hung:  # the same code hangs in every build: another limit's wait would teach nothing
+                if hung_under:  # the same code hangs in every build: another limit's wait would teach nothing
                     configs.append(_not_judged(compiler, sanitizer, wanted, _from_source(exercise, wanted),
-                                               f"not judged: every stage hung under {hung.label}"))
+                                               f"not judged: every stage hung under {hung_under}"))
                     continue
-                configs.append(_judge_config(catalog, exercise, impl, compiler, sanitizer, wanted,
-                                             focus, werror, slot, start_macro_check))
-        start_macro_check()
-        tampering = jobs[0].result()
+                config, hung = _judge_config(request, compiler, sanitizer, wanted, focus, limits, macros)
+                configs.append(config)
+                hung_under = config.label if hung else ""
+        tampering = macros.result()
     passed = bool(configs) and not tampering and all(s.status == StageStatus.PASSED for c in configs for s in c.stages)
     left_out = [s.number for s in exercise.stages if s not in stages]
-    return Verdict(exercise.name, exercise.title, impl.label, shown(focus), passed, configs,
+    return Verdict(exercise.name, exercise.title, request.impl.label, shown(focus), passed, configs,
                    tampering, time.monotonic() - start, left_out)
+
+
+def test_environment(limits: Limits) -> dict[str, str]:
+    """The environment a test binary runs in: the sanitizers' options and the judge's limits."""
+    return dict(os.environ, **sanitizers.environment(limits.memory_mb), GTEST_COLOR="no")
 
 
 def _not_judged(compiler: str, sanitizer: str, stages: list[Stage], expected: dict[str, list[str]],
@@ -73,7 +102,8 @@ def _not_judged(compiler: str, sanitizer: str, stages: list[Stage], expected: di
         for s in stages])
 
 
-def expected_tests(tree: Path, exercise: Exercise, impl: build.Impl, stages: list[Stage], limits) -> dict[str, list[str]]:
+def expected_tests(tree: Path, exercise: Exercise, impl: build.Impl, stages: list[Stage],
+                   limits: Limits) -> dict[str, list[str]]:
     """Every test each stage must run, by suite, as GoogleTest counts them (see listing); from
     the test files' text when the reference cannot be built to list them."""
     listed = listing.tests_of(tree, exercise, impl, limits)
@@ -87,39 +117,24 @@ def _from_source(exercise: Exercise, stages: list[Stage]) -> dict[str, list[str]
     return {s.suite: [f"{s.suite}.{name}" for name in found.get(s.suite, [])] for s in stages}
 
 
-def _judge_config(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: str, sanitizer: str,
-                  stages: list[Stage], focus: Path, werror: bool, slot: str, after_build=lambda: None) -> ConfigResult:
-    limits = catalog.limits
-    tree = build.tree_dir(compiler, sanitizer, impl, slot)
-    target = f"test_{exercise.name}"
-    with build.locked(tree):
-        built = build.configure_and_build(tree, target, compiler, sanitizer, impl, exercise.name, werror,
-                                          limits.build_timeout_seconds)
-        after_build()
-        if impl.kind == "exercises" and not slot:
-            _link_compile_commands(tree)
+def _judge_config(request: Request, compiler: str, sanitizer: str, stages: list[Stage], focus: Path,
+                  limits: Limits, macros: _MacroCheck) -> tuple[ConfigResult, bool]:
+    """One configuration's result, and whether every stage hung on its first run."""
+    exercise, impl = request.exercise, request.impl
+    with build.tests_built(compiler, sanitizer, impl, exercise.name, request.werror, limits.build_timeout_seconds,
+                           request.slot) as (binary, built):
+        macros.start()
         error = built.first_error(focus)
         summary = BuildSummary(built.ok, built.seconds, error, built.warnings_in(focus)[:5], built.problem)
         result = ConfigResult(compiler, sanitizer, summary)
         if not built.ok:
             result.stages = [StageResult(s.number, s.suite, s.title, s.goal, StageStatus.NOT_BUILT) for s in stages]
-            return result
+            return result, False
         listed = time.monotonic()
-        expected = expected_tests(tree, exercise, impl, stages, limits)
+        expected = expected_tests(binary.parent, exercise, impl, stages, limits)
         summary.seconds += time.monotonic() - listed  # the listing build, when the tests changed
-        env = dict(os.environ, **sanitizers.environment(limits.memory_mb), GTEST_COLOR="no")
-        result.stages = run_stages(tree / target, stages, expected, env, limits, focus)
-    return result
-
-
-def _link_compile_commands(tree: Path) -> None:
-    """Points clangd and VS Code at the learner's build, unless something is there already."""
-    link = ROOT / "compile_commands.json"
-    if not link.exists() and not link.is_symlink() and (tree / "compile_commands.json").is_file():
-        try:
-            link.symlink_to(tree.relative_to(ROOT) / "compile_commands.json")
-        except OSError:
-            pass
+        result.stages, hung = run_stages(binary, stages, expected, test_environment(limits), limits, focus)
+    return result, hung
 
 
 _SHARED_HANG_HEAD = "every stage hung on its first run"
@@ -128,8 +143,8 @@ SHARED_HANG = (_SHARED_HANG_HEAD + " (in {names}): the hang is most likely in co
                "tests after it run again once it is fixed")
 
 
-def run_stages(binary: Path, stages: list[Stage], expected: dict[str, list[str]], env: dict[str, str], limits,
-               focus: Path) -> list[StageResult]:
+def run_stages(binary: Path, stages: list[Stage], expected: dict[str, list[str]], env: dict[str, str],
+               limits: Limits, focus: Path) -> tuple[list[StageResult], bool]:
     """Runs every stage at once, each in its own process. When every stage hangs on its first
     run, the hang is in code all tests share (a constructor that never returns): one time
     limit is spent on the whole exercise, not one per test and stage. Otherwise a stage whose
@@ -140,31 +155,22 @@ def run_stages(binary: Path, stages: list[Stage], expected: dict[str, list[str]]
                           Path(tmp) / str(stage.number)) for stage in stages]
         again = list(pool.map(_StageRun.step, runs))
         hung = [r for r in runs if r.wanted]
-        if len(hung) > 1 and all(r.first_hung for r in hung):
+        everywhere = len(hung) > 1 and all(r.first_hung for r in hung)
+        if everywhere:
             names = ", ".join(r.first_hung for r in hung)
             hung[0].result.problems.append(SHARED_HANG.format(names=names))
             for r in hung[1:]:
                 r.result.problems.append(f"{_SHARED_HANG_HEAD}: see stage {hung[0].stage.number}")
             again = [False] * len(runs)
         list(pool.map(_StageRun.finish, [r for r, more in zip(runs, again) if more]))
-    return [r.done() for r in runs]
-
-
-def shared_hang(stages: list[StageResult]) -> bool:
-    return any(p.startswith(_SHARED_HANG_HEAD) for s in stages for p in s.problems)
-
-
-def run_stage(binary: Path, stage: Stage, expected: list[str], env: dict[str, str], limits,
-              focus: Path) -> StageResult:
-    """Runs one stage's tests alone (see run_stages)."""
-    return run_stages(binary, [stage], {stage.suite: expected}, env, limits, focus)[0]
+    return [r.done() for r in runs], everywhere
 
 
 class _StageRun:
     """One stage over its runs. A test that crashes or hangs is recorded as such, and the
     stage is run again without it, so one crash does not hide the verdict on the others."""
 
-    def __init__(self, binary: Path, stage: Stage, expected: list[str], env: dict[str, str], limits,
+    def __init__(self, binary: Path, stage: Stage, expected: list[str], env: dict[str, str], limits: Limits,
                  focus: Path, tmp: Path):
         self.binary, self.stage, self.env, self.limits, self.focus, self.tmp = binary, stage, env, limits, focus, tmp
         self.result = StageResult(stage.number, stage.suite, stage.title, stage.goal)
@@ -185,7 +191,7 @@ class _StageRun:
         pattern = f"{listing.stage_filter(self.stage.suite)}:{CANARY}.*" + ("-" + ":".join(excluded) if excluded else "")
         self.tmp.mkdir(parents=True, exist_ok=True)
         report_path = self.tmp / f"report-{len(excluded)}.json"
-        run = runner.run([str(self.binary), f"--gtest_filter={pattern}", f"--gtest_output=json:{report_path}",
+        run = process.run([str(self.binary), f"--gtest_filter={pattern}", f"--gtest_output=json:{report_path}",
                           "--gtest_brief=0"], cwd=self.tmp, env=self.env,
                          timeout=limits.test_timeout_seconds, keep_bytes=limits.output_bytes)
         result.seconds += run.seconds
@@ -249,7 +255,7 @@ class _StageRun:
         return result
 
 
-def _crash_text(run: runner.RunResult, finding: sanitizers.Finding | None) -> str:
+def _crash_text(run: process.RunResult, finding: Finding | None) -> str:
     if finding:
         return finding.line()
     if run.signal_name:
@@ -268,7 +274,7 @@ _SIGNAL_MEANING = {
 }
 
 
-def _early_end(run: runner.RunResult, finding: sanitizers.Finding | None, running: str | None) -> str:
+def _early_end(run: process.RunResult, finding: Finding | None, running: str | None) -> str:
     if run.timed_out:
         return (f"the test program produced no result within {run.seconds:.0f} s (limit: test_timeout_seconds) "
                 "and was stopped")

@@ -13,8 +13,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .files import write_atomically
-from .results import ConfigResult, StageResult, TestOutcome, Verdict
+from ..model.files import write_atomically
+from ..model.results import ConfigResult, StageResult, TestOutcome, TestStatus, Verdict
 
 STAGE_CHECKS = "(stage checks)"
 
@@ -72,7 +72,7 @@ def _stage_suite(verdict: Verdict, config: ConfigResult, stage: StageResult) -> 
     classname = f"{verdict.exercise}.{stage.suite}.{label}"
     if stage.status == "not built":
         reason = _build_failure(config)
-        for test in stage.tests or [TestOutcome(f"{stage.suite}.(build)", "not run")]:
+        for test in stage.tests or [TestOutcome(f"{stage.suite}.(build)", TestStatus.NOT_RUN)]:
             case = _case(suite, classname, test.name, 0.0)
             ET.SubElement(case, "error", message="not built", type="build").text = _safe(reason)
             _count(suite, "errors")
@@ -82,7 +82,7 @@ def _stage_suite(verdict: Verdict, config: ConfigResult, stage: StageResult) -> 
         text = "\n\n".join(test.messages)
         if test.finding:
             text += "\n\n" + test.finding.raw
-        if test.status == "failed":
+        if test.status == TestStatus.FAILED:
             ET.SubElement(case, "failure", message=_first_line(text) or "failed", type="failed").text = _safe(text)
             _count(suite, "failures")
         elif test.status in ("crashed", "timeout", "not run"):

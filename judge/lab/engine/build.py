@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import fcntl
 import os
+import queue
 import re
 import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from . import run as runner
-from .catalog import ROOT, shown
+from . import process
+from ..model.catalog import COMPILERS, ROOT, program
+from ..model.errors import UsageError
+from ..model.results import Diagnostic
 
-COMPILERS = {"clang": "clang++", "gcc": "g++"}
 COMPILER_HELP = "clang (clang++, the default), gcc (g++), any C++ compiler on PATH such as clang++-19, or all (both)"
 BUILD_ROOT = ROOT / "build"
 
@@ -28,25 +30,6 @@ class Impl:
     @property
     def label(self) -> str:
         return str(self.path) if self.kind == "source" else self.kind
-
-
-@dataclass
-class Diagnostic:
-    file: str
-    line: int
-    column: int
-    severity: str  # "error" | "warning"
-    message: str
-    context: list[str] = field(default_factory=list)  # the compiler's quoted source line and caret
-
-    def where(self) -> str:
-        return where(self.file, self.line, self.column)
-
-
-def where(file: str, line: int | str, column: int | str = 0) -> str:
-    """A place in a source file as the learner reads it, `path:line[:column]`, the path relative
-    to the kit when inside it: compiler diagnostics, sanitizer reports and JUnit all use it."""
-    return f"{shown(file)}:{line}" + (f":{column}" if column else "")
 
 
 @dataclass
@@ -68,14 +51,8 @@ class BuildResult:
         return [d for d in self.diagnostics if d.severity == "warning" and (focus is None or _same_file(d.file, focus))]
 
 
-class MissingTool(Exception):
+class MissingTool(UsageError):
     """A compiler or build tool the judge needs is not installed."""
-
-
-def program(compiler: str) -> str:
-    """The program a compiler name runs: `clang` is clang++, `gcc` g++, anything else itself
-    (`clang++-19`, `g++-12`, a path)."""
-    return COMPILERS.get(compiler, compiler)
 
 
 def compilers_for(choice: str) -> tuple[str, ...]:
@@ -149,11 +126,42 @@ def configure(tree: Path, compiler: str, sanitizer: str, impl: Impl, exercise_na
         (tree / "CMakeCache.txt").unlink()  # CMake cannot switch compilers in place
     argv = ["cmake", "-S", str(ROOT), "-B", str(tree), "-G", "Ninja", "-Wno-dev"]
     argv += [f"-D{k}={v}" for k, v in wanted.items()]
-    result = runner.run(argv, timeout=timeout, keep_bytes=200_000)
+    result = process.run(argv, timeout=timeout, keep_bytes=200_000)
     if result.returncode == 0:
         return None
     log = result.stdout.text() + result.stderr.text()
     return BuildResult(False, result.seconds, [], "CMake could not configure the build:\n" + _tail(log, 20))
+
+
+@contextmanager
+def tests_built(compiler: str, sanitizer: str, impl: Impl, exercise_name: str, werror: bool, timeout: float,
+                slot: str = ""):
+    """The exercise's test binary and its build result, built in its tree, which stays locked
+    while the caller runs it."""
+    tree = tree_dir(compiler, sanitizer, impl, slot)
+    target = f"test_{exercise_name}"
+    with locked(tree):
+        yield tree / target, configure_and_build(tree, target, compiler, sanitizer, impl, exercise_name, werror,
+                                                 timeout)
+
+
+class Slots:
+    """Names for build trees of their own, for jobs that run at once (`check`, `mutate`): a job
+    takes one, builds and runs in its tree, and gives it back, so no two running jobs share a
+    tree and each tree only recompiles what changed."""
+
+    def __init__(self, prefix: str, count: int):
+        self._free: queue.Queue[str] = queue.Queue()
+        for i in range(max(count, 1)):
+            self._free.put(f"{prefix}{i}")
+
+    @contextmanager
+    def taken(self):
+        slot = self._free.get()
+        try:
+            yield slot
+        finally:
+            self._free.put(slot)
 
 
 def configure_and_build(tree: Path, target: str, compiler: str, sanitizer: str, impl: Impl, exercise_name: str,
@@ -165,7 +173,7 @@ def configure_and_build(tree: Path, target: str, compiler: str, sanitizer: str, 
 
 def build(tree: Path, target: str, timeout: float) -> BuildResult:
     env = dict(os.environ, NINJA_STATUS="", CLICOLOR="0", TERM="dumb")
-    result = runner.run(["cmake", "--build", str(tree), "--target", target, "--", "-k", "0"],
+    result = process.run(["cmake", "--build", str(tree), "--target", target, "--", "-k", "0"],
                         env=env, timeout=timeout, keep_bytes=400_000)
     log = result.stdout.text() + result.stderr.text()
     diagnostics = parse_diagnostics(log)

@@ -15,16 +15,15 @@ Lines are matched by their text, so the record survives edits elsewhere in the r
 Not part of `check`: a run takes minutes per exercise."""
 from __future__ import annotations
 
-import queue
 import re
 import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from pathlib import Path
 
-from . import build, ui, verify
-from .catalog import ROOT, Catalog, Exercise
+from ..engine import build, judging
+from .. import ui
+from ..model.catalog import ROOT, Catalog, Exercise
 
 OUT = ROOT / "build" / "mutants"
 
@@ -151,17 +150,7 @@ def apply(source: str, mutant: Mutant) -> str:
     return "\n".join(lines)
 
 
-def add_parser(sub) -> None:
-    s = sub.add_parser("mutate", help="(maintainers) judge single-point mutants of a reference: "
-                                      "which ones does the suite let through?")
-    s.add_argument("exercise", help="1, 01, arena or 01-arena")
-    s.add_argument("--jobs", type=int, default=2, help="mutants judged at once (default 2)")
-    s.add_argument("--line", type=int, action="append", metavar="N", help="mutate line N only (repeatable)")
-    s.add_argument("--list", action="store_true", help="list the mutants without judging them")
-    s.set_defaults(run=run)
-
-
-def run(args, catalog: Catalog) -> int:
+def mutate_command(args, catalog: Catalog) -> bool:
     exercise = catalog.resolve(args.exercise)
     source = exercise.solution_file.read_text(encoding="utf-8")
     mutants = [m for m in generate(source) if not args.line or m.line in args.line]
@@ -170,13 +159,11 @@ def run(args, catalog: Catalog) -> int:
         for m in mutants:
             print(f"line {m.line} ({m.kind}){'  [equivalent]' if m.key() in known else ''}\n{ui.indent(m.diff(), '    ')}")
         print(f"{len(mutants)} mutants")
-        return 0
+        return True
     build.compilers_for("clang")
     print(f"Judging {len(mutants)} mutants of {exercise.solution_file.relative_to(ROOT)} "
           f"({len([m for m in mutants if m.key() in known])} recorded as equivalent)…", flush=True)
-    slots: queue.Queue[str] = queue.Queue()
-    for i in range(max(args.jobs, 1)):
-        slots.put(f"mutate{i}")
+    slots = build.Slots("mutate", args.jobs)
     outcomes: dict[Mutant, str] = {}
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
@@ -189,28 +176,26 @@ def run(args, catalog: Catalog) -> int:
     return _summary(mutants, outcomes, known, time.monotonic() - start)
 
 
-def _judge(catalog: Catalog, exercise: Exercise, source: str, mutant: Mutant, slots: queue.Queue) -> str:
+def _judge(catalog: Catalog, exercise: Exercise, source: str, mutant: Mutant, slots: build.Slots) -> str:
     """killed | survived | stillborn (does not compile, so it proves nothing)."""
-    slot = slots.get()
-    try:
+    with slots.taken() as slot:
         # One file per slot: each build tree keeps its configuration and only recompiles.
         path = OUT / exercise.name / slot / exercise.solution_file.name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(apply(source, mutant), encoding="utf-8")
         # One instrumentation at a time: most mutants die in the first, and need no second build.
         for sanitizer in exercise.sanitizers:
-            verdict = verify.judge(catalog, exercise, build.Impl("source", path), ("clang",), werror=False,
-                                   slot=slot, sanitizer_list=(sanitizer,))
+            request = judging.Request(exercise, build.Impl("source", path), ("clang",), slot=slot,
+                                      sanitizers=(sanitizer,))
+            verdict = judging.judge(request, catalog.limits)
             if not all(c.build.ok for c in verdict.configs):
                 return "stillborn"
             if not verdict.passed:
                 return "killed"
         return "survived"
-    finally:
-        slots.put(slot)
 
 
-def _summary(mutants: list[Mutant], outcomes: dict[Mutant, str], known: dict, seconds: float) -> int:
+def _summary(mutants: list[Mutant], outcomes: dict[Mutant, str], known: dict, seconds: float) -> bool:
     killed = [m for m in mutants if outcomes[m] == "killed"]
     stillborn = [m for m in mutants if outcomes[m] == "stillborn"]
     survivors = [m for m in mutants if outcomes[m] == "survived"]
@@ -228,4 +213,4 @@ def _summary(mutants: list[Mutant], outcomes: dict[Mutant, str], known: dict, se
     print(f"\n{len(killed)} killed, {len(new)} survived, {len(equivalent)} equivalent, "
           f"{len(stillborn)} did not compile ({seconds:.0f} s)")
     print(f"Mutation score: {len(killed)}/{judged} = {score:.1f} %")
-    return 0 if not new else 1
+    return not new

@@ -1,16 +1,66 @@
 """The result model of a judgement: a verdict holds one result per configuration (compiler and
 instrumentation), each holds its build and its stages, each stage its tests. Statuses are string
 enums, so they compare equal to their words ("passed") and are written as them in JSON. Compiler
-diagnostics and sanitizer findings stay objects (build.Diagnostic, sanitizers.Finding) until a
+diagnostics and sanitizer findings stay objects (Diagnostic, Finding) until a
 writer turns the verdict into JSON or JUnit."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
-from . import build
-from .build import Diagnostic
-from .sanitizers import Finding
+from .catalog import program, shown
+
+
+@dataclass
+class Diagnostic:
+    file: str
+    line: int
+    column: int
+    severity: str  # "error" | "warning"
+    message: str
+    context: list[str] = field(default_factory=list)  # the compiler's quoted source line and caret
+
+    def where(self) -> str:
+        return where(self.file, self.line, self.column)
+
+
+def where(file: str, line: int | str, column: int | str = 0) -> str:
+    """A place in a source file as the learner reads it, `path:line[:column]`, the path relative
+    to the kit when inside it: compiler diagnostics, sanitizer reports and JUnit all use it."""
+    return f"{shown(file)}:{line}" + (f":{column}" if column else "")
+
+
+@dataclass
+class Finding:
+    """One sanitizer report, summarised."""
+    tool: str        # AddressSanitizer, UndefinedBehaviorSanitizer, LeakSanitizer, ThreadSanitizer
+    kind: str        # heap-buffer-overflow, data race, misaligned address, ...
+    access: str      # "READ of size 8", "" when the report has none
+    location: str    # file:line of the bad access's first frame in the learner's code, or of its first
+    function: str    # frame outside the runtimes (never a frame of another stack of the report)
+    raw: str
+    limit: str = ""  # the judge's limit this report is about, such as "limit: memory_mb = 4096"
+    other: str = ""  # a data race's other side: "read at file:line in function"
+    advice: str = ""  # what the report means for the learner, when its lines alone do not say
+    # Where the memory was freed or allocated, when that is in the learner's file and the bad
+    # access is not: "the memory was allocated at file:line in function".
+    memory: str = ""
+
+    def line(self) -> str:
+        parts = [f"{self.tool}: {self.kind}" + (f" ({self.limit})" if self.limit else "")]
+        if self.access:
+            parts.append(self.access)
+        if self.location:
+            parts.append(f"at {self.location}")
+        if self.function:
+            parts.append(f"in {self.function}")
+        if self.other:
+            parts.append(f"racing with a {self.other}")
+        if self.memory:
+            parts.append(self.memory)
+        if self.advice:
+            parts.append(self.advice)
+        return " · ".join(parts)
 
 
 class TestStatus(StrEnum):
@@ -77,7 +127,7 @@ class ConfigResult:
 
     @property
     def label(self) -> str:
-        return f"{build.program(self.compiler)} · {self.sanitizer}"
+        return f"{program(self.compiler)} · {self.sanitizer}"
 
 
 @dataclass
@@ -98,7 +148,7 @@ class Verdict:
         return not self.stages_not_judged
 
     def first_failing_stage(self) -> int | None:
-        failing = [s.number for c in self.configs for s in c.stages if s.status != "passed"]
+        failing = [s.number for c in self.configs for s in c.stages if s.status != StageStatus.PASSED]
         return min(failing) if failing else None
 
     def first_failing_test(self) -> str | None:
@@ -107,7 +157,7 @@ class Verdict:
         number = self.first_failing_stage()
         for config in self.configs:
             for stage in config.stages:
-                if stage.number == number and stage.status != "passed":
+                if stage.number == number and stage.status != StageStatus.PASSED:
                     for test in stage.tests:
                         if not test.ok:
                             return test.name
@@ -131,7 +181,7 @@ class Verdict:
                                                          "passed": 0, "tests": 0})
                 entry["passed"] += stage.passed_count
                 entry["tests"] += len(stage.tests)
-                if stage.status != "passed":
-                    entry["status"] = stage.status if entry["status"] == "passed" else entry["status"]
+                if stage.status != StageStatus.PASSED and entry["status"] == StageStatus.PASSED:
+                    entry["status"] = stage.status
         data["stages"] = [stages[n] for n in sorted(stages)]
         return data

@@ -8,8 +8,10 @@ import tempfile
 from pathlib import Path
 
 from . import browser, docs
-from . import run as runner
-from .catalog import ROOT
+from ..engine import process
+from .. import ui
+from ..model.catalog import ROOT
+from ..model.errors import UsageError
 
 PACKAGES = ROOT / ".ci" / "packages.txt"
 
@@ -24,7 +26,7 @@ def not_installed(names: list[str]) -> list[str]:
     """Those of `names` dpkg does not list as installed (none when there is no dpkg)."""
     if not shutil.which("dpkg-query"):
         return []
-    listed = runner.run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\\n", *names], timeout=60,
+    listed = process.run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\\n", *names], timeout=60,
                         keep_bytes=1_000_000).stdout.text()
     installed = {line.split()[0].split(":")[0] for line in listed.splitlines() if line.endswith(" installed")}
     return [name for name in names if name not in installed]
@@ -35,16 +37,11 @@ def clang_runtime(compiler: str = "clang++") -> str:
     (libclang-rt-19-dev for clang 19)."""
     if not shutil.which(compiler):
         return "libclang-rt-dev"
-    version = runner.run([compiler, "-dumpversion"], timeout=60, keep_bytes=4096).stdout.text()
+    version = process.run([compiler, "-dumpversion"], timeout=60, keep_bytes=4096).stdout.text()
     major = re.match(r"\d+", version.strip())
     return f"libclang-rt-{major.group(0)}-dev" if major else "libclang-rt-dev"
 
 _PROGRAM = "#include <cstdio>\nint main() { std::puts(\"ok\"); }\n"
-
-
-def add_parser(sub) -> None:
-    s = sub.add_parser("doctor", help="check the toolchain and print the apt command for what is missing")
-    s.set_defaults(run=run)
 
 
 def _compiles(compiler: str, flags: list[str]) -> bool:
@@ -53,10 +50,10 @@ def _compiles(compiler: str, flags: list[str]) -> bool:
     with tempfile.TemporaryDirectory() as tmp:
         src, exe = Path(tmp) / "probe.cpp", Path(tmp) / "probe"
         src.write_text(_PROGRAM)
-        built = runner.run([compiler, "-std=c++20", *flags, str(src), "-o", str(exe)], timeout=120, keep_bytes=4096)
+        built = process.run([compiler, "-std=c++20", *flags, str(src), "-o", str(exe)], timeout=120, keep_bytes=4096)
         if built.returncode != 0:
             return False
-        ran = runner.run([str(exe)], timeout=30, keep_bytes=4096)
+        ran = process.run([str(exe)], timeout=30, keep_bytes=4096)
         return ran.returncode == 0 and "ok" in ran.stdout.text()
 
 
@@ -84,8 +81,7 @@ def checks() -> list[tuple[str, str, bool]]:
     ]
 
 
-def run(args, catalog) -> int:
-    from . import ui
+def doctor_command(args, catalog) -> bool:
     missing = []
     for what, package, ok in checks():
         print(f"{ui.mark(ok)} {what}" + ("" if ok else ui.paint(f"   (Debian package: {package})", "dim")))
@@ -97,9 +93,9 @@ def run(args, catalog) -> int:
     if missing:
         print("\nInstall what is missing with:\n  sudo apt-get update && sudo apt-get install -y " +
               " ".join(dict.fromkeys(missing + listed)) + "\n(or run .ci/install, which installs all of .ci/packages.txt)")
-        return 2
+        raise UsageError("the toolchain is incomplete: install what is listed above")
     if listed:
         print(f"\nThe judge works; for the rest of the kit (docs, newer compilers) install them with .ci/install.")
-        return 0
+        return True
     print("\nEverything the kit needs is here.")
-    return 0
+    return True

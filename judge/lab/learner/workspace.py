@@ -12,38 +12,47 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import build, progress, ui, verify
-from .catalog import ROOT, Catalog, Exercise
-from .files import write_atomically
+from ..engine import build, judging
+from ..model.errors import UsageError
+from ..model.progress import Progress, digest
+from ..model.results import Verdict
+from .. import ui
+from ..model.catalog import ROOT, Catalog, Exercise
+from ..model.files import write_atomically
 
 BACKUPS = ROOT / ".alloclab" / "backups"
 
 
-class ResetError(Exception):
+class ResetError(UsageError):
     """The skeleton cannot be found; nothing was changed."""
 
 
-def add_parsers(sub) -> None:
-    s = sub.add_parser("reset", help="put back the untouched skeleton of an exercise (your file is kept as a backup)")
-    s.add_argument("exercise", help="1, 01, arena or 01-arena")
-    s.set_defaults(run=cmd_reset)
-    s = sub.add_parser("solution", help="show the reference solution, once your own file has passed")
-    s.add_argument("exercise", help="1, 01, arena or 01-arena")
-    s.add_argument("--force", action="store_true",
-                   help="show it even though your file has not passed yet; this is noted in your progress file")
-    s.set_defaults(run=cmd_solution)
-
-
-def judge(catalog: Catalog, exercise: Exercise, compilers: tuple[str, ...], stages: tuple[int, ...] = ()):
-    """Judges the learner's file and records the verdict with the hash of the file as it was
-    when the judging began: a save during the build makes the verdict stale, never wrong."""
-    file_hash = progress.digest(exercise.exercise_file)
+def judge(catalog: Catalog, exercise: Exercise, compilers: tuple[str, ...], progress: Progress,
+          stages: tuple[int, ...] = ()) -> Verdict:
+    """Judges the learner's file and records the verdict in `progress` with the hash of the file
+    as it was when the judging began: a save during the build makes the verdict stale, never
+    wrong."""
+    file_hash = digest(exercise.exercise_file)
     # ALLOCLAB_SLOT gives a run build trees of its own (the judge's self-tests use it), so that
     # it never reconfigures the trees the learner's edit loop keeps warm.
-    verdict = verify.judge(catalog, exercise, build.Impl("exercises"), compilers, stages,
-                           slot=os.environ.get("ALLOCLAB_SLOT", ""))
+    slot = os.environ.get("ALLOCLAB_SLOT", "")
+    verdict = judging.judge(judging.Request(exercise, build.Impl("exercises"), compilers, stages, slot=slot),
+                            catalog.limits)
     progress.record_verdict(exercise, verdict, file_hash)
+    if not slot and verdict.configs:
+        first = verdict.configs[0]
+        _link_compile_commands(build.tree_dir(first.compiler, first.sanitizer, build.Impl("exercises")))
     return verdict
+
+
+def _link_compile_commands(tree: Path) -> None:
+    """Points clangd and VS Code at the learner's build, unless something is there already."""
+    link = ROOT / "compile_commands.json"
+    if not link.exists() and not link.is_symlink() and (tree / "compile_commands.json").is_file():
+        try:
+            link.symlink_to(tree.relative_to(ROOT) / "compile_commands.json")
+        except OSError:
+            pass
 
 
 def _git(*argv: str) -> str | None:
@@ -107,31 +116,30 @@ def reset(exercise: Exercise) -> tuple[bool, Path | None, str]:
         backup = backup_path(exercise)
         write_atomically(backup, current, mode)  # the learner's work is safe before anything is replaced
     write_atomically(target, skeleton, mode)
-    progress.restart(exercise)
     return True, backup, where
 
 
-def cmd_reset(args, catalog: Catalog) -> int:
+def reset_command(args, catalog: Catalog) -> bool:
     exercise = catalog.resolve(args.exercise)
     rel = exercise.exercise_file.relative_to(ROOT)
-    try:
-        changed, backup, where = reset(exercise)
-    except ResetError as err:
-        print(f"judge: {err}")
-        return 2
+    changed, backup, where = reset(exercise)
     if not changed:
         print(f"{rel} is already the untouched skeleton (as in {where}); nothing to do.")
-        return 0
+        return True
+    progress = Progress()
+    progress.restart(exercise)
+    progress.save()
     print(ui.paint(f"{ui.OK} {rel} is the untouched skeleton again", "green") + f" (from git: {where}).")
     if backup is not None:
         print(f"  Your previous file is kept as {backup.relative_to(ROOT)}")
     print(f"  Start with stage 1: `python3 judge/judge.py test {exercise.id}` or `python3 judge/judge.py watch {exercise.id}`.")
-    return 0
+    return True
 
 
-def cmd_solution(args, catalog: Catalog) -> int:
+def solution_command(args, catalog: Catalog) -> bool:
     exercise = catalog.resolve(args.exercise)
     rel = exercise.solution_file.relative_to(ROOT)
+    progress = Progress()
     earned = progress.has_passed(exercise)
     if not earned and not args.force:
         print(f"The reference for exercise {exercise.id:02d} unlocks once your own {exercise.header} passes every "
@@ -140,16 +148,16 @@ def cmd_solution(args, catalog: Catalog) -> int:
               f"chapters/{exercise.name}.md explains the design.\n"
               f"  To read it anyway: `python3 judge/judge.py solution {exercise.id} --force` "
               "(this is noted in your progress file).")
-        return 1
+        return False
     try:
         text = exercise.solution_file.read_text(encoding="utf-8")
     except OSError as err:
-        print(f"judge: cannot read {rel}: {err.strerror or err}")
-        return 2
+        raise UsageError(f"cannot read {rel}: {err.strerror or err}") from None
     if not earned:
         progress.note(exercise, "solution_forced", time.strftime("%Y-%m-%dT%H:%M:%S"))
+        progress.save()
         print(ui.paint(f"Shown with --force before your file passed; noted in "
-                       f"{progress.STATE.relative_to(ROOT)}.", "yellow"))
+                       f"{progress.path.relative_to(ROOT)}.", "yellow"))
     print(ui.paint(f"Reference solution of exercise {exercise.id:02d} · {exercise.title} ({rel}):", "bold"))
     print(text, end="" if text.endswith("\n") else "\n")
-    return 0
+    return True

@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 from html import escape
 
-from . import build, run as runner
-from .catalog import ROOT, Exercise, shown
+from ..engine import build, process
+from ..model.catalog import ROOT, Exercise, shown
 
 OUT = ROOT / "build" / "memory-map"
 FLAG = "--snapshot"
@@ -130,7 +130,7 @@ def draw(binary: Path, title: str, out: Path) -> str:
     """Runs `binary --snapshot` and writes its memory map to `out`: "" or why not."""
     if not binary.is_file():
         return "the benchmark was not built"
-    result = runner.run([str(binary), FLAG], timeout=120, keep_bytes=8_000_000)
+    result = process.run([str(binary), FLAG], timeout=120, keep_bytes=8_000_000)
     if result.timed_out:
         return "the snapshot run did not finish in 120 s"
     try:

@@ -5,8 +5,6 @@ caught by the test it names, and the learner's docs build without warnings and l
 browser with nothing broken."""
 from __future__ import annotations
 
-import os
-import queue
 import re
 import subprocess
 import sys
@@ -14,8 +12,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from . import bench, browser, build, docs, run as runner, sanitizers, ui, verify
-from .catalog import ROOT, Catalog, Exercise, validate
+from ..learner import bench
+from . import browser, docs
+from ..engine import build, process, sanitizers, judging
+from .. import ui
+from .lint import validate
+from ..model.catalog import ROOT, Catalog, Exercise
+from ..model.results import StageStatus, TestStatus, Verdict
 from .mistakes import Mistake, PatchError, materialize, mistakes
 
 # How many times in a row the reference must pass every thread stage: a flaky test shows.
@@ -30,15 +33,7 @@ class Item:
     seconds: float = 0.0
 
 
-def add_parser(sub) -> None:
-    s = sub.add_parser("check", help="prove the kit: references pass, skeletons fail, mistakes are caught")
-    s.add_argument("exercise", nargs="?", help="check one exercise only (default: all)")
-    s.add_argument("--jobs", type=int, default=2, help="judges run at once (default 2)")
-    s.add_argument("--no-docs", action="store_true", help="skip the documentation build and its browser check")
-    s.set_defaults(run=run)
-
-
-def run(args, catalog: Catalog) -> int:
+def check_command(args, catalog: Catalog) -> bool:
     compilers = build.compilers_for("all")
     exercises = [catalog.resolve(args.exercise)] if args.exercise else list(catalog.exercises)
     items: list[Item] = []
@@ -55,9 +50,7 @@ def run(args, catalog: Catalog) -> int:
     problems = validate(catalog)
     report(Item(not problems, "the catalog is valid", "\n".join(problems)))
 
-    slots: queue.Queue[str] = queue.Queue()
-    for i in range(max(args.jobs, 1)):
-        slots.put(f"check{i}")
+    slots = build.Slots("check", args.jobs)
     jobs = []
     for ex in exercises:
         for compiler in compilers:
@@ -103,39 +96,40 @@ def _docs(catalog: Catalog):
         yield Item(ok, what, detail, time.monotonic() - start)
 
 
-def _summary(items: list[Item]) -> int:
+def _summary(items: list[Item]) -> bool:
     passed = sum(i.ok is True for i in items)
     failed = sum(i.ok is False for i in items)
     skipped = len(items) - passed - failed
     print(f"\n{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
-    return 0 if failed == 0 else 1
+    return failed == 0
 
 
 def _timed(fn, catalog, ex, arg, slots) -> Item:
     """Runs one job; the jobs that judge in build trees of their own get a slot, a tree name no
     other running job uses."""
     start = time.monotonic()
-    slot = slots.get() if fn in _IN_A_SLOT else None
     try:
-        item = fn(catalog, ex, arg, slot) if slot is not None else fn(catalog, ex, arg)
+        if fn in _IN_A_SLOT:
+            with slots.taken() as slot:
+                item = fn(catalog, ex, arg, slot)
+        else:
+            item = fn(catalog, ex, arg)
     except Exception as err:  # one broken job must not hide the others' results
         item = Item(False, f"{ex.name}: {fn.__name__.strip('_')} {arg}", f"the judge failed: {type(err).__name__}: {err}")
-    finally:
-        if slot is not None:
-            slots.put(slot)
     item.seconds = time.monotonic() - start
     return item
 
 
 def _reference(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
-    verdict = verify.judge(catalog, ex, build.Impl("solutions"), (compiler,), werror=True)
+    verdict = judging.judge(judging.Request(ex, build.Impl("solutions"), (compiler,), werror=True), catalog.limits)
     what = f"{ex.name}: the reference passes every stage with {build.program(compiler)} ({', '.join(ex.sanitizers)})"
     return Item(verdict.passed, what, _first_problem(verdict))
 
 
 def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
     # A tree of its own, so the learner's build/<compiler>-<sanitizer> keeps its settings.
-    verdict = verify.judge(catalog, ex, build.Impl("exercises"), (compiler,), werror=True, slot=slot)
+    verdict = judging.judge(judging.Request(ex, build.Impl("exercises"), (compiler,), werror=True, slot=slot),
+                            catalog.limits)
     what = f"{ex.name}: the untouched skeleton compiles and fails every stage with {build.program(compiler)}"
     unbuilt = [c for c in verdict.configs if not c.build.ok]
     if unbuilt:
@@ -143,7 +137,7 @@ def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
     passing = sorted({f"stage {s.number} ({c.sanitizer})" for c in verdict.configs for s in c.stages
                       if s.status == "passed"})
     crashed = sorted({t.name for c in verdict.configs for s in c.stages for t in s.tests
-                      if t.status in ("crashed", "timeout")})
+                      if t.status in (TestStatus.CRASHED, TestStatus.TIMEOUT)})
     detail = ""
     if passing:
         detail += "these stages pass on the skeleton, so they test nothing a learner must write: " + ", ".join(passing)
@@ -158,18 +152,15 @@ def _thread_stages_repeated(catalog: Catalog, ex: Exercise, compiler: str) -> It
     against the reference: a test that passes only most of the time is a broken test."""
     what = (f"{ex.name}: the reference passes the thread stages {THREAD_REPEATS} times in a row under "
             f"ThreadSanitizer with {build.COMPILERS[compiler]}")
-    impl, target, limits = build.Impl("solutions"), f"test_{ex.name}", catalog.limits
-    tree = build.tree_dir(compiler, "tsan", impl)
+    limits = catalog.limits
     suites = ":".join(f"{s.suite}.*" for s in ex.stages if "tsan" in s.sanitizers)
-    with build.locked(tree):
-        built = build.configure_and_build(tree, target, compiler, "tsan", impl, ex.name, True,
-                                          limits.build_timeout_seconds)
+    with build.tests_built(compiler, "tsan", build.Impl("solutions"), ex.name, True,
+                           limits.build_timeout_seconds) as (binary, built):
         if not built.ok:
             return Item(False, what, built.problem or "the reference does not build")
-        env = dict(os.environ, **sanitizers.environment(limits.memory_mb), GTEST_COLOR="no")
-        result = runner.run([str(tree / target), f"--gtest_filter={suites}", f"--gtest_repeat={THREAD_REPEATS}",
-                             "--gtest_brief=1"], cwd=tree, env=env,
-                            timeout=limits.test_timeout_seconds * THREAD_REPEATS, keep_bytes=limits.output_bytes)
+        result = process.run([str(binary), f"--gtest_filter={suites}", f"--gtest_repeat={THREAD_REPEATS}",
+                              "--gtest_brief=1"], cwd=binary.parent, env=judging.test_environment(limits),
+                             timeout=limits.test_timeout_seconds * THREAD_REPEATS, keep_bytes=limits.output_bytes)
     if result.returncode == 0 and not result.timed_out:
         return Item(True, what)
     finding = sanitizers.summarize(result.stderr.text())
@@ -195,9 +186,9 @@ def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Ite
     except PatchError as err:
         return Item(False, what, f"the diff no longer applies to {ex.solution_file.relative_to(ROOT)}: {err}. "
                                  "Make the mistake again on the new reference and save its `diff -u`.")
-    verdict = verify.judge(catalog, ex, build.Impl("source", wrong), ("clang",),
-                           tuple(sorted({s.number for s in stages})), werror=False, slot=slot,
-                           sanitizer_list=(sanitizer,))
+    request = judging.Request(ex, build.Impl("source", wrong), ("clang",), tuple(sorted({s.number for s in stages})),
+                              slot=slot, sanitizers=(sanitizer,))
+    verdict = judging.judge(request, catalog.limits)
     outcomes = {t.name: t for c in verdict.configs for s in c.stages for t in s.tests}
     if not all(c.build.ok for c in verdict.configs):
         return Item(False, what, "it does not compile, so it proves nothing:\n" + _first_problem(verdict))
@@ -233,7 +224,7 @@ def _first_problem(verdict: Verdict) -> str:
                 return f"[{config.label}] {err.where()}: {err.message}"
             return f"[{config.label}] {config.build.problem}"
         for stage in config.stages:
-            if stage.status == "passed":
+            if stage.status == StageStatus.PASSED:
                 continue
             for problem in stage.problems:
                 return f"[{config.label}] stage {stage.number}: {problem}"

@@ -3,19 +3,22 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from .errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[3]
 CATALOG = ROOT / "judge" / "catalog.toml"
 SANITIZERS = ("asan", "tsan")
-DIFFICULTIES = ("easy", "medium", "hard")
 FORMAT_VERSION = 2
+COMPILERS = {"clang": "clang++", "gcc": "g++"}
 HINT_LEVELS = ("concept", "approach", "code")
+# Every chapter's level-2 parts, in order; the learner reads the last once every stage passes.
+CHAPTER_PARTS = ("The lesson", "The task", "After you pass")
 
 # TEST(Suite, Name), TEST_F, TEST_P, TYPED_TEST and TYPED_TEST_P as they open a test in a test file.
 _TEST_RE = re.compile(r"^\s*(?:TEST(?:_F|_P)?|TYPED_TEST(?:_P)?)\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.MULTILINE)
-_SLUG_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
 def shown(path: Path | str) -> str:
@@ -31,7 +34,13 @@ def without_root(text: str) -> str:
     return text.replace(str(ROOT) + "/", "")
 
 
-class CatalogError(Exception):
+def program(compiler: str) -> str:
+    """The program a compiler name runs: `clang` is clang++, `gcc` g++, anything else itself
+    (`clang++-19`, `g++-12`, a path)."""
+    return COMPILERS.get(compiler, compiler)
+
+
+class CatalogError(UsageError):
     """The catalog cannot be read, or an exercise name names nothing."""
 
 
@@ -107,6 +116,11 @@ class Exercise:
         return ROOT / "chapters" / f"{self.name}.md"
 
     @property
+    def after_you_pass(self) -> str:
+        """Where the part to read after the pass is, as `test` and `hint` point to it."""
+        return f'{shown(self.chapter)}, part "## {CHAPTER_PARTS[-1]}"'
+
+    @property
     def quiz_file(self) -> Path:
         return ROOT / "chapters" / f"{self.name}.quiz.toml"
 
@@ -129,7 +143,7 @@ class Exercise:
 @dataclass(frozen=True)
 class Catalog:
     exercises: tuple[Exercise, ...]
-    limits: Limits = field(default_factory=lambda: load().limits)
+    limits: Limits
     format_version: int = FORMAT_VERSION
 
     def resolve(self, name: str) -> Exercise:
@@ -142,27 +156,16 @@ class Catalog:
         raise CatalogError(f"no exercise is called '{name}'. The exercises are: {known}.")
 
 
-_CONVERT = (f"To convert it: put `format_version = {FORMAT_VERSION}` at the top, remove each exercise's "
-            "`hints = [...]`, and give every [[exercise.stage]] its own hints, at least three, in the order "
-            "concept, approach, code: `hints = [{ level = \"concept\", text = \"...\" }, ...]`. "
-            "docs/authoring.md describes the format.")
-
-
 def load(path: Path = CATALOG) -> Catalog:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise CatalogError(f"cannot read the catalog {path}: {err}") from None
     version = data.get("format_version", 1)
-    old_hints = [str(raw.get("slug", "?")) for raw in data.get("exercise", [])
-                 if isinstance(raw, dict) and "hints" in raw]
     if version != FORMAT_VERSION:
         raise CatalogError(f"the catalog {shown(path)} has format_version = {version!r}"
                            f"{' (none given: version 1)' if 'format_version' not in data else ''}, and this judge "
-                           f"reads format_version = {FORMAT_VERSION} only. {_CONVERT}")
-    if old_hints:
-        raise CatalogError(f"the catalog {shown(path)} gives exercise-level hints ({', '.join(old_hints)}), as "
-                           f"format 1 did; in format {FORMAT_VERSION} hints belong to stages. {_CONVERT}")
+                           f"reads format_version = {FORMAT_VERSION} only (docs/authoring.md describes it)")
     try:
         limits = Limits(**data["limits"])
         exercises = [_exercise(raw) for raw in data.get("exercise", [])]
@@ -186,6 +189,8 @@ def _hint(raw) -> Hint:
 
 
 def _exercise(raw: dict) -> Exercise:
+    if "hints" in raw:
+        raise ValueError(f"exercise {raw.get('slug', '?')} gives hints of its own; hints belong to its stages")
     sanitizers = tuple(raw.get("sanitizers", ["asan"]))
     stages = tuple(
         Stage(
@@ -221,89 +226,3 @@ def tests_in_source(exercise: Exercise) -> dict[str, list[str]]:
         for suite, name in _TEST_RE.findall(path.read_text(encoding="utf-8")):
             suites.setdefault(suite, []).append(name)
     return suites
-
-
-# What a concept hint must not contain: it names the idea, and the code comes two hints later.
-_CODE_RE = re.compile(r"`|->|::|==|!=|&&|\|\||\w\(\)")  # not "++": C++ is a word here
-
-
-def hint_problems(hints: tuple[Hint, ...], of: str = "stage") -> list[str]:
-    """How a stage's hints (or one test's, `of` = "test") break the rules: at least three, at
-    least one of each level, in the order concept, approach, code, and no code in a concept hint."""
-    problems = []
-    if len(hints) < 3:
-        whose = "every stage" if of == "stage" else "a test with hints of its own"
-        problems.append(f"{len(hints)} hint(s); {whose} needs at least 3 ({', '.join(HINT_LEVELS)})")
-    levels = [h.level for h in hints]
-    missing = [level for level in HINT_LEVELS if level not in levels]
-    if missing and hints:
-        problems.append(f"no {' and no '.join(missing)} hint")
-    if levels != sorted(levels, key=HINT_LEVELS.index):
-        problems.append(f"the hints go {', '.join(levels)}; they must go concept, then approach, then code")
-    for number, hint in enumerate(hints, start=1):
-        if not hint.text:
-            problems.append(f"hint {number} is empty")
-        code = _CODE_RE.search(hint.text)
-        if hint.level == "concept" and code:
-            problems.append(f"hint {number} is a concept hint but contains code ({code.group()!r}): it names the "
-                            "idea and asks a question; the code belongs in a later hint")
-    return problems
-
-
-def validate(catalog: Catalog) -> list[str]:
-    """Every way the catalog disagrees with itself or with the files, the course's chapters and
-    quizzes included; empty when valid."""
-    from . import course
-    problems = catalog_problems(catalog)
-    for ex in catalog.exercises:
-        problems.extend(f"exercise {ex.name}: {p}" for p in course.problems(ex))
-    return problems
-
-
-def catalog_problems(catalog: Catalog) -> list[str]:
-    """Every way the catalog disagrees with itself or with the exercises' code and tests."""
-    problems: list[str] = []
-    if not catalog.exercises:
-        problems.append("the catalog lists no exercise")
-    ids = [ex.id for ex in catalog.exercises]
-    if ids != list(range(1, len(ids) + 1)):
-        problems.append(f"exercise ids must be 1, 2, 3, ... in order; they are {ids}")
-    slugs = [ex.slug for ex in catalog.exercises]
-    if len(set(slugs)) != len(slugs):
-        problems.append("two exercises share a slug")
-    for ex in catalog.exercises:
-        where = f"exercise {ex.name}"
-        if not _SLUG_RE.match(ex.slug):
-            problems.append(f"{where}: slug '{ex.slug}' must be lower-case words joined by '-'")
-        if ex.difficulty not in DIFFICULTIES:
-            problems.append(f"{where}: difficulty must be one of {', '.join(DIFFICULTIES)}")
-        for path in (ex.exercise_file, ex.solution_file, ex.chapter):
-            if not path.is_file():
-                problems.append(f"{where}: {path.relative_to(ROOT)} is missing")
-        if not ex.stages:
-            problems.append(f"{where}: no stages")
-        bad = [s for s in ex.sanitizers if s not in SANITIZERS]
-        if bad or not ex.sanitizers:
-            problems.append(f"{where}: sanitizers must be chosen from {SANITIZERS}, not {list(ex.sanitizers)}")
-        in_source = tests_in_source(ex) if ex.tests_dir.is_dir() else {}
-        if not in_source:
-            problems.append(f"{where}: no tests in {ex.tests_dir.relative_to(ROOT)}")
-        for st in ex.stages:
-            if st.suite not in in_source:
-                problems.append(f"{where}: stage {st.number} names suite {st.suite}, which no test file defines")
-            if not set(st.sanitizers) <= set(ex.sanitizers) or not st.sanitizers:
-                problems.append(f"{where}: stage {st.number} runs under {list(st.sanitizers)}, "
-                                f"which must be among the exercise's {list(ex.sanitizers)}")
-            problems.extend(f"{where}: stage {st.number}: {p}" for p in hint_problems(st.stage_hints))
-            for test in st.hinted_tests:
-                if st.suite in in_source and test not in in_source[st.suite]:
-                    problems.append(f"{where}: stage {st.number}: a hint names test {test!r}, which suite {st.suite} "
-                                    f"does not define (its tests: {', '.join(in_source[st.suite])})")
-                problems.extend(f"{where}: stage {st.number}: the hints for {st.suite}.{test}: {p}"
-                                for p in hint_problems(st.hints_for(test), "test"))
-        staged = {st.suite for st in ex.stages}
-        for suite in sorted(set(in_source) - staged):
-            problems.append(f"{where}: suite {suite} belongs to no stage, so it would never be judged")
-        if ex.bench_dir.is_dir() and not ex.bench_subject:
-            problems.append(f"{where}: has benchmarks but no bench_subject")
-    return problems

@@ -13,22 +13,14 @@ import json
 import re
 import statistics
 
-from . import build, memory_map, progress, run as runner, ui
-from .catalog import Catalog, Exercise
+from ..engine import build, process
+from . import memory_map
+from ..model.errors import UsageError
+from ..model.progress import Progress, Standing
+from .. import ui
+from ..model.catalog import Catalog, Exercise
 
 _SUFFIX_RE = re.compile(r"/(threads|real_time|process_time|min_time|iterations|repeats|manual_time)(:[^/]*)?$")
-
-
-def add_parser(sub) -> None:
-    s = sub.add_parser("bench", help="benchmark your allocator and the reference against real allocators")
-    s.add_argument("exercise")
-    s.add_argument("--compiler", default="clang", metavar="C", help=build.COMPILER_HELP.replace(", or all (both)", ""))
-    s.add_argument("--filter", default="", help="only benchmarks whose name matches this regular expression")
-    s.add_argument("--min-time", type=float, default=MIN_TIME,
-                   help=f"seconds each repetition of a benchmark runs at least (default {MIN_TIME:g})")
-    s.add_argument("--repetitions", type=int, default=REPETITIONS, metavar="N",
-                   help=f"runs of each benchmark; the median is shown with the spread (default {REPETITIONS})")
-    s.set_defaults(run=run)
 
 
 # Each benchmark runs REPETITIONS times for at least MIN_TIME seconds each: 5 x 0.04 s costs what
@@ -88,7 +80,7 @@ def parse(output: str) -> dict[str, dict[str, dict]]:
 def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: str, min_time: float,
             name_filter: str = "", repetitions: int = 1) -> tuple[dict | None, str]:
     """Builds and runs the exercise's benchmarks, each `repetitions` times: ({workload: {allocator:
-    result}}, "") or (None, why not). `check` runs each once, briefly: it asks whether they run."""
+    result}}, "") or (None, why not). `check` runs each once, briefly: it asks whether they process."""
     tree = build.tree_dir(compiler, "release", impl)
     target = f"bench_{exercise.name}"
     with build.locked(tree):
@@ -103,7 +95,7 @@ def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: st
         if repetitions > 1:
             argv += [f"--benchmark_repetitions={repetitions}", "--benchmark_enable_random_interleaving=true"]
         limit = catalog.limits.bench_timeout_seconds
-        result = runner.run(argv, timeout=limit, keep_bytes=4_000_000)
+        result = process.run(argv, timeout=limit, keep_bytes=4_000_000)
     if result.returncode != 0 or result.timed_out:
         why = f"did not finish in {limit:g} s (limit: bench_timeout_seconds)" if result.timed_out else (
             f"crashed ({result.signal_name})" if result.signal_name else f"failed (exit status {result.returncode})")
@@ -142,18 +134,17 @@ def comparison(subject: str, other: str, subject_mine: float | None, mine: dict 
     return f"{subject} {yours or reference} than {other} with {'your header' if yours else 'the reference'}"
 
 
-def run(args, catalog: Catalog) -> int:
+def bench_command(args, catalog: Catalog) -> bool:
     exercise = catalog.resolve(args.exercise)
     compiler = build.compilers_for(args.compiler)[0]
     if not exercise.bench_dir.is_dir():
-        print(f"Exercise {exercise.id:02d} has no benchmarks.")
-        return 2
+        raise UsageError(f"exercise {exercise.id:02d} has no benchmarks")
     subject = exercise.bench_subject
     repetitions = max(1, args.repetitions)
     print(ui.paint(f"Building and running the benchmarks of exercise {exercise.id:02d} twice, optimised "
                    f"({build.program(compiler)} -O2): your {exercise.header} and the reference, each benchmark "
                    f"{repetitions} time{'s' if repetitions > 1 else ''}…", "dim"), flush=True)
-    if progress.status(exercise).get("status") != "passed":
+    if Progress().standing(exercise)[0] != Standing.PASSED:
         print(ui.paint(f"Your {exercise.header} has not passed `judge.py test {exercise.id}` yet: a wrong allocator "
                        "can be fast, so read its figures with care.", "yellow"))
     mine, mine_problem = measure(catalog, exercise, build.Impl("exercises"), compiler, args.min_time, args.filter,
@@ -175,11 +166,11 @@ def run(args, catalog: Catalog) -> int:
         print(ui.paint(f"\n⚠ Yours is more than {SLOWER_THAN_REFERENCE:g}× slower than the reference on "
                        + ", ".join(slow) + ".", "yellow") + " " + SLOW_CAUSES
               + (" " + SLOW_CAUSES_OF[exercise.id] if exercise.id in SLOW_CAUSES_OF else ""))
-    return 0 if ref and mine else 1
+    return bool(ref and mine)
 
 
 def footnote(subject: str, measured: list[dict | None], repetitions: int) -> str:
-    """What the figures are, and how much they moved in this very run."""
+    """What the figures are, and how much they moved in this very process."""
     spreads = sorted(row["spread"] for results in measured for rows in (results or {}).values()
                      for row in rows.values() if row.get("spread") is not None and len(row.get("runs", ())) > 1)
     text = ("Times are per benchmark iteration" +
@@ -274,7 +265,7 @@ def _cell(row: dict | None) -> str:
 
 
 def _spread(row: dict | None) -> str:
-    """`±3%`: the median distance of the row's repetitions from their median, over it; empty with one run."""
+    """`±3%`: the median distance of the row's repetitions from their median, over it; empty with one process."""
     if not row or not row.get("ns") or len(row.get("runs", ())) < 2:
         return ""
     return f"±{row['spread']:.0%}" if row["spread"] >= 0.005 else "±<1%"

@@ -3,10 +3,9 @@ in their own code."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from .build import where
-from .catalog import ROOT
+from ..model.results import Finding, where
+from ..model.catalog import ROOT
 
 # The environment of every instrumented test run. The options live in judge/sanitizer_options.env,
 # which ctest reads too (judge/sanitizer_options.cmake), so that both run a test alike.
@@ -20,39 +19,6 @@ def environment(memory_mb: int) -> dict[str, str]:
         if sep and not line.startswith("#"):
             env[name.strip()] = value.strip().replace("@memory_mb@", str(memory_mb))
     return env
-
-
-@dataclass
-class Finding:
-    """One sanitizer report, summarised."""
-    tool: str        # AddressSanitizer, UndefinedBehaviorSanitizer, LeakSanitizer, ThreadSanitizer
-    kind: str        # heap-buffer-overflow, data race, misaligned address, ...
-    access: str      # "READ of size 8", "" when the report has none
-    location: str    # file:line of the bad access's first frame in the learner's code, or of its first
-    function: str    # frame outside the runtimes (never a frame of another stack of the report)
-    raw: str
-    limit: str = ""  # the judge's limit this report is about, such as "limit: memory_mb = 4096"
-    other: str = ""  # a data race's other side: "read at file:line in function"
-    advice: str = ""  # what the report means for the learner, when its lines alone do not say
-    # Where the memory was freed or allocated, when that is in the learner's file and the bad
-    # access is not: "the memory was allocated at file:line in function".
-    memory: str = ""
-
-    def line(self) -> str:
-        parts = [f"{self.tool}: {self.kind}" + (f" ({self.limit})" if self.limit else "")]
-        if self.access:
-            parts.append(self.access)
-        if self.location:
-            parts.append(f"at {self.location}")
-        if self.function:
-            parts.append(f"in {self.function}")
-        if self.other:
-            parts.append(f"racing with a {self.other}")
-        if self.memory:
-            parts.append(self.memory)
-        if self.advice:
-            parts.append(self.advice)
-        return " · ".join(parts)
 
 
 # What the runtimes print when max_allocation_size_mb or hard_rss_limit_mb (both set from the

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .catalog import ROOT, Exercise
+from ..model.catalog import ROOT, Exercise
 
 OUT = ROOT / "build" / "mistakes"
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")

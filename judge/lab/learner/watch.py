@@ -8,7 +8,6 @@ terminal in cbreak mode with select(), which leaves Ctrl-C working. Without a te
 pipe, CI, an editor's task runner) no key is read and the loop only watches the file."""
 from __future__ import annotations
 
-import argparse
 import os
 import select
 import shutil
@@ -18,43 +17,38 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import build, learner, overview, progress, report, ui
-from .catalog import Catalog, Exercise, shown
+from ..engine import build
+from . import workspace, overview, report
+from ..model.progress import Progress, Standing
+from .. import ui
+from ..model.catalog import Catalog, Exercise, shown
 
 KEYS = "h hint · l list · r run · q quit"
 
 
-def add_parser(sub) -> None:
-    s = sub.add_parser("watch", help="judge an exercise each time you save it, and move on when it passes")
-    s.add_argument("exercise", nargs="?", help="1, 01, arena or 01-arena (default: the first not yet passed)")
-    s.add_argument("--compiler", default="clang", metavar="C", help=build.COMPILER_HELP)
-    s.add_argument("--interval", type=float, default=0.5, help=argparse.SUPPRESS)  # seconds between polls
-    s.set_defaults(run=run)
-
-
-def run(args, catalog: Catalog) -> int:
+def watch_command(args, catalog: Catalog) -> bool:
     compilers = build.compilers_for(args.compiler)
-    start = catalog.resolve(args.exercise) if args.exercise else first_unpassed(catalog)
+    start = catalog.resolve(args.exercise) if args.exercise else first_unpassed(catalog, Progress())
     if start is None:
         print(ui.paint(f"{ui.OK} Every exercise passes.", "green") + " `python3 judge/judge.py list` shows them; "
               "`python3 judge/judge.py watch N` watches exercise N again.")
-        return 0
+        return True
 
-    def judge(exercise: Exercise) -> bool:
-        verdict = learner.judge(catalog, exercise, compilers)
+    def judge(exercise: Exercise, progress: Progress) -> bool:
+        verdict = workspace.judge(catalog, exercise, compilers, progress)
         print(report.render(verdict, exercise), flush=True)
         return verdict.passed
 
-    return Watcher(catalog, judge).run(start)
+    return Watcher(catalog, judge, Progress()).run(start)
 
 
-def first_unpassed(catalog: Catalog, state: Path = progress.STATE, after: Exercise | None = None) -> Exercise | None:
+def first_unpassed(catalog: Catalog, progress: Progress, after: Exercise | None = None) -> Exercise | None:
     """The first exercise not yet passed after `after` (or from the start), wrapping around."""
     order = list(catalog.exercises)
     if after is not None and after in order:
         i = order.index(after) + 1
         order = order[i:] + order[:i]
-    return next((ex for ex in order if overview.state_of(ex, state)[0] != "passed"), None)
+    return next((ex for ex in order if progress.standing(ex)[0] != Standing.PASSED), None)
 
 
 def signature(path: Path) -> tuple[int, int, int] | None:
@@ -114,10 +108,13 @@ class Keys:
 
 
 class Watcher:
-    def __init__(self, catalog: Catalog, judge: Callable[[Exercise], bool], *, state: Path = progress.STATE,
+    """The loop itself. `judge` judges an exercise and records its verdict in the progress it
+    is given; the watcher saves that progress after each verdict and each hint."""
+
+    def __init__(self, catalog: Catalog, judge: Callable[[Exercise, Progress], bool], progress: Progress, *,
                  file_of: Callable[[Exercise], Path] = lambda ex: ex.exercise_file, keys: Keys | None = None,
                  out=None, interval: float = 0.5, settle: float = 0.2):
-        self.catalog, self.judge, self.state, self.file_of = catalog, judge, state, file_of
+        self.catalog, self.judge, self.progress, self.file_of = catalog, judge, progress, file_of
         self.keys = keys or Keys()
         self.out = out or sys.stdout
         self.interval, self.settle = interval, settle
@@ -135,8 +132,8 @@ class Watcher:
 
     def status(self, exercise: Exercise) -> None:
         path = self.file_of(exercise)
-        where = overview.status_text(exercise, self.state, colour=False)
-        summary = overview.summary(self.catalog, self.state)
+        where = overview.status_text(exercise, self.progress, colour=False)
+        summary = overview.summary(self.catalog, self.progress)
         if self.keys.interactive:
             # The keys come before the overview: on a narrow terminal the line's end is cut off.
             line = f"Watching {shown(path)} · {where} · {KEYS} · {summary}"
@@ -151,31 +148,31 @@ class Watcher:
                   file=self.out, flush=True)
 
     # -- the loop ----------------------------------------------------------------
-    def run(self, exercise: Exercise) -> int:
+    def run(self, exercise: Exercise) -> bool:
         previous = signal.signal(signal.SIGTERM, _terminate) if _main_thread() else None
         try:
             with self.keys:
                 return self._loop(exercise)
         except KeyboardInterrupt:
             self.say("\nStopped watching. Your progress is saved; `python3 judge/judge.py list` shows it.")
-            return 0
+            return True
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
 
-    def _loop(self, exercise: Exercise) -> int:
+    def _loop(self, exercise: Exercise) -> bool:
         while True:
             # The file as it is judged: a save during the judging, which takes seconds, is a
             # change to judge again, not the starting point of the wait.
             judged = signature(self.file_of(exercise))
             passed = self._judge(exercise)
             if passed:
-                following = first_unpassed(self.catalog, self.state, after=exercise)
+                following = first_unpassed(self.catalog, self.progress, after=exercise)
                 if following is None:
                     self.say(ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes, and so does every other: the "
                                       "kit is done. Well done!", "green"))
-                    self.say(overview.render(self.catalog, self.state))
-                    return 0
+                    self.say(overview.render(self.catalog, self.progress))
+                    return True
                 self.say(ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes.", "green") +
                          f" On to exercise {following.id:02d}: {following.title} "
                          f"({shown(self.file_of(following))}; chapters/{following.name}.md).")
@@ -184,13 +181,14 @@ class Watcher:
             action = self._wait(exercise, judged)
             if action == "quit":
                 self.say("Stopped watching. Your progress is saved; `python3 judge/judge.py list` shows it.")
-                return 0
+                return True
 
     def _judge(self, exercise: Exercise) -> bool:
         self.say(ui.paint(f"── {time.strftime('%H:%M:%S')} · judging {shown(self.file_of(exercise))} "
                           f"(exercise {exercise.id:02d}) ──", "dim"))
-        passed = bool(self.judge(exercise))
-        self.say(f"Progress {overview.summary(self.catalog, self.state)}")
+        passed = bool(self.judge(exercise, self.progress))
+        self.progress.save()
+        self.say(f"Progress {overview.summary(self.catalog, self.progress)}")
         return passed
 
     def _wait(self, exercise: Exercise, seen: tuple[int, int, int] | None) -> str:
@@ -208,7 +206,7 @@ class Watcher:
                 self.status(exercise)
             elif key == "l":
                 self.say()
-                self.say(overview.render(self.catalog, self.state))
+                self.say(overview.render(self.catalog, self.progress))
                 self.status(exercise)
             elif key is not None and key.strip():
                 self.say(f"Keys: {KEYS}.")
@@ -230,7 +228,8 @@ class Watcher:
             last = now
 
     def _hint(self, exercise: Exercise) -> None:
-        self.say(overview.next_hint(exercise, self.state))
+        self.say(overview.take_next_hint(exercise, self.progress))
+        self.progress.save()
 
 
 def _terminate(signum, frame) -> None:

@@ -1,27 +1,22 @@
 """The course's shape, as `check` enforces it: every chapter in three parts under the same
 level-2 headings, in order; nothing before "After you pass" that names the known mistakes; a
-quiz beside every chapter. Each problem is one line (catalog.validate reports them)."""
+quiz beside every chapter. Each problem is one line (lint.validate reports them)."""
 from __future__ import annotations
 
 import re
 
-from . import quiz
-from .catalog import Exercise, shown
+from ..learner import quiz
+from .markdown import outside_code
+from ..model.catalog import CHAPTER_PARTS, Exercise, shown
 from .mistakes import mistakes
 
-PARTS = ("The lesson", "The task", "After you pass")
+PARTS = CHAPTER_PARTS
 AFTER = PARTS[-1]
 
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*(?:\{#[^}]*\})?\s*$")
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _TABLE_RULE_RE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 # A table header that announces the mistakes and the tests that catch them.
 _MISTAKE_TABLE_RE = re.compile(r"mistake|pitfall|caught by", re.IGNORECASE)
-
-
-def after_you_pass(exercise: Exercise) -> str:
-    """Where the part to read after the pass is, as `test` and `hint` point to it."""
-    return f'{shown(exercise.chapter)}, part "## {AFTER}"'
 
 
 def problems(exercise: Exercise) -> list[str]:
@@ -34,16 +29,8 @@ def problems(exercise: Exercise) -> list[str]:
 
 def _outside_code(text: str) -> list[tuple[int, str]]:
     """The chapter's lines, numbered from 1, without those of fenced code blocks."""
-    lines, fence = [], None
-    for number, line in enumerate(text.splitlines(), start=1):
-        opened = _FENCE_RE.match(line)
-        if fence is None and opened:
-            fence = opened.group(1)
-        elif fence is not None and line.strip().startswith(fence):
-            fence = None
-        elif fence is None:
-            lines.append((number, line))
-    return lines
+    lines = text.splitlines()
+    return [(number, line) for number, (line, prose) in enumerate(zip(lines, outside_code(lines)), start=1) if prose]
 
 
 def chapter_problems(text: str, mistake_names: list[str], where: str) -> list[str]:

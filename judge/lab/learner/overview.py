@@ -1,0 +1,167 @@
+"""The learner's progress over the whole kit, as `list` prints it and `watch` shows it: each
+exercise passed (✓), the stage reached, does not compile, one stage judged alone, or not
+started; the hints taken and the quiz score; an overall progress bar. And the next hint, for
+the first stage that fails."""
+from __future__ import annotations
+
+import shutil
+import textwrap
+from dataclasses import dataclass
+
+from ..model.progress import Progress, Standing
+from .. import ui
+from ..model.catalog import Catalog, Exercise, Hint, shown
+
+def passed_count(catalog: Catalog, progress: Progress) -> int:
+    return sum(progress.standing(ex)[0] == Standing.PASSED for ex in catalog.exercises)
+
+
+def status_text(exercise: Exercise, progress: Progress, colour: bool = True) -> str:
+    standing, stage = progress.standing(exercise)
+    paint = ui.paint if colour else (lambda text, _: text)
+    of = f"{stage} of {len(exercise.stages)}"
+    if standing == Standing.PASSED:
+        return paint(f"{ui.OK} passed", "green")
+    text = {
+        Standing.FAILING: f"{ui.FAIL} at stage {of}" if stage else f"{ui.FAIL} failing",
+        Standing.NOT_COMPILING: f"{ui.FAIL} does not compile",
+        Standing.STAGE_PASSED: f"stage {of} passes (judged alone)",
+        Standing.STAGE_FAILED: f"{ui.FAIL} stage {of} fails (judged alone)",
+    }.get(standing, "not started")
+    if progress.entry(exercise).get("passed_once"):
+        text += " · passed once"
+    return text if standing == Standing.NOT_STARTED else paint(text, "yellow")
+
+
+def extras(exercise: Exercise, progress: Progress) -> str:
+    """The hints taken and the quiz score, in a few words; empty when there is neither."""
+    parts = []
+    taken = progress.hints_taken(exercise)
+    if taken:
+        parts.append("hints taken: " + ", ".join(f"{n} for stage {s}" for s, n in sorted(taken.items())))
+    score = progress.quiz_score(exercise)
+    if score:
+        parts.append(f"quiz: {score[0]} of {score[1]} right")
+    return " · ".join(parts)
+
+
+def render(catalog: Catalog, progress: Progress) -> str:
+    lines = []
+    width = max([44, *(len(ex.title) for ex in catalog.exercises)])
+    for ex in catalog.exercises:
+        lines.append(f"{ex.id:02d}  {ex.title:<{width}} {ex.difficulty:<7} {status_text(ex, progress)}")
+        lines.append(ui.paint(f"    {ex.summary}", "dim"))
+        more = extras(ex, progress)
+        if more:
+            lines.append(f"    {more}")
+    lines.append("")
+    lines.append(f"Progress {ui.bar(passed_count(catalog, progress), len(catalog.exercises))}")
+    return "\n".join(lines)
+
+
+def summary(catalog: Catalog, progress: Progress) -> str:
+    """One line: the bar, then every exercise's state in a word or two."""
+    parts = []
+    for ex in catalog.exercises:
+        standing, stage = progress.standing(ex)
+        word = {
+            Standing.PASSED: ui.OK,
+            Standing.FAILING: f"stage {stage}/{len(ex.stages)}" if stage else ui.FAIL,
+            Standing.NOT_COMPILING: f"{ui.FAIL} compile",
+            Standing.STAGE_PASSED: f"stage {stage} {ui.OK}",
+            Standing.STAGE_FAILED: f"stage {stage} {ui.FAIL}",
+        }.get(standing, "·")
+        parts.append(f"{ex.id:02d} {word}")
+    return f"{ui.bar(passed_count(catalog, progress), len(catalog.exercises), width=12)}  " + "  ".join(parts)
+
+
+def _in_suite(test: str) -> str:
+    """`Suite.Name`, `Prefix/Suite.Name/0` -> `Name`: a test as the catalog's hints name it."""
+    return test.split(".", 1)[-1].split("/", 1)[0]
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """One hint as `hint` shows it: which of how many, of what, and whether it is new."""
+    hint: Hint
+    which: int
+    total: int
+    of: str
+    new: bool
+    last: str = ""      # said under the last hint of a list, the first time it is shown
+    also: str = ""      # the other hints seen, said when the last one is shown again
+    preface: str = ""   # said before it
+
+
+def take_next_hint(exercise: Exercise, progress: Progress) -> str:
+    """The next hint for the first failing test of the first stage that fails, by the last
+    verdict in `progress`, as `hint` prints it and `watch` shows it for `h`: that test's own
+    hints first, when the catalog gives it some, then the stage's. Counts it as taken in
+    `progress`, which the caller saves. The caller makes sure that verdict describes the file as
+    it is (`hint` judges it again when it does not)."""
+    standing, stage = progress.standing(exercise)
+    if standing == Standing.PASSED:
+        return (ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes every stage: no hint needed.", "green") +
+                f" Now read {exercise.after_you_pass}: the mistakes the tests catch and the decisions the "
+                "reference makes.")
+    if standing == Standing.NOT_COMPILING:
+        return (f"{ui.FAIL} Your {exercise.header} does not compile, and no hint is about the compiler: fix the "
+                f"first error that `python3 judge/judge.py test {exercise.id}` shows, then ask again.")
+    failing = standing == Standing.FAILING
+    number = stage if failing and stage else 1
+    current = exercise.stages[number - 1]
+    recorded = progress.failing_test(exercise) if failing else None
+    test = _in_suite(recorded) if recorded else ""
+    named = f"{current.suite}.{test}"
+    lead = f"Stage {number} ({current.title})" + (" is the first stage that fails" if failing else "")
+    lead += f"; its first failing test is {named}." if test else "." if failing else ":"
+    shown_hint = _choose(exercise, progress, number, test)
+    if shown_hint is None:
+        return "\n".join([ui.paint(_wrap(lead), "dim"),
+                          f"Stage {number} ({current.title}) has no hints; {shown(exercise.chapter)} explains it."])
+    return _render(exercise, lead, shown_hint)
+
+
+def _choose(exercise: Exercise, progress: Progress, number: int, test: str) -> _Shown | None:
+    """The hint to show for stage `number` and its failing `test`, taken in `progress`."""
+    current = exercise.stages[number - 1]
+    own = current.hints_for(test) if test else ()
+    named = f"{current.suite}.{test}"
+    if own:
+        which, new = progress.take_hint(exercise, number, test)
+        if new:
+            last = (f"That was the last hint for {named}; asked again, `hint` gives the hints for the whole stage."
+                    if current.stage_hints else f"That was the last hint for {named}.")
+            return _Shown(own[which - 1], which, len(own), named, True, last)
+    if not current.stage_hints:  # the test's hints all shown, or none at all
+        return _Shown(own[-1], len(own), len(own), named, False) if own else None
+    which, new = progress.take_hint(exercise, number)
+    if own and not new:  # the test's and the stage's hints all shown: the test's last one again
+        return _Shown(own[-1], len(own), len(own), named, False,
+                      also=f" and all {len(current.stage_hints)} for stage {number}")
+    preface = (f"You have seen all {len(own)} hints for {named}; now the hints for the whole stage."
+               if own and new and which == 1 else "")
+    return _Shown(current.stage_hints[which - 1], which, len(current.stage_hints), f"stage {number}", new,
+                  f"That was the last hint for stage {number}.", preface=preface)
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, max(shutil.get_terminal_size((100, 24)).columns - 1, 40))
+
+
+def _render(exercise: Exercise, lead: str, s: _Shown) -> str:
+    """The hint under its heading ("Hint 2 of 3 for stage 4 (approach):"), wrapped to the terminal."""
+    lines = [ui.paint(_wrap(lead), "dim")]
+    if s.preface:
+        lines.append(s.preface)
+    if not s.new:
+        lines.append(f"You have seen all {s.total} hints for {s.of}{s.also}. The last one again:")
+    heading = f"Hint {s.which} of {s.total} for {s.of} ({s.hint.level}):"
+    text = _wrap(f"{heading} {s.hint.text}")
+    lines.append(ui.paint(heading, "bold") + text[len(heading):])  # painted after wrapping: codes have no width
+    if not s.new:
+        lines.append(f'Still stuck? The part "The task" of {shown(exercise.chapter)} states the contract, and '
+                     f"`python3 judge/judge.py test {exercise.id} -v` shows every message.")
+    elif s.which == s.total and s.last:
+        lines.append(ui.paint(s.last, "dim"))
+    return "\n".join(lines)

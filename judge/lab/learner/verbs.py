@@ -1,0 +1,70 @@
+"""The learner's everyday commands: `test` judges an exercise and explains the verdict, `list`
+shows the progress over the kit, `hint` gives the next hint for the first failing test."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import overview, report, workspace
+from ..engine import build, judging
+from ..model.catalog import Catalog
+from ..model.errors import UsageError
+from ..model.progress import Progress
+from .. import ui
+
+
+def test_command(args, catalog: Catalog) -> bool:
+    exercise = catalog.resolve(args.exercise)
+    compilers = build.compilers_for(args.compiler)
+    if args.source:
+        path = Path(args.source).expanduser().resolve()
+        if not path.is_file():
+            raise UsageError(f"--source {args.source}: no such file")
+        impl = build.Impl("source", path)
+    else:
+        impl = build.Impl("solutions" if args.solution else "exercises")
+    stages = ()
+    if args.stage is not None:
+        if not 1 <= args.stage <= len(exercise.stages):
+            raise UsageError(f"exercise {exercise.id} has stages 1 to {len(exercise.stages)}, not {args.stage}")
+        stages = (args.stage,)
+    if not args.json:
+        print(ui.paint(f"Judging {judging.implementation_file(exercise, impl).name} for exercise "
+                       f"{exercise.id:02d}…", "dim"), flush=True)
+    if impl.kind == "exercises":
+        progress = Progress()
+        verdict = workspace.judge(catalog, exercise, compilers, progress, stages)
+        progress.save()
+    else:
+        verdict = judging.judge(judging.Request(exercise, impl, compilers, stages, werror=impl.kind == "solutions",
+                                                slot=os.environ.get("ALLOCLAB_SLOT", "")), catalog.limits)
+    if args.json:
+        print(json.dumps(verdict.to_json(), indent=2))
+    else:
+        command = "python3 judge/judge.py test " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["test"] else ""
+        print(report.render(verdict, exercise, args.verbose, command.strip()))
+    if args.junit:
+        from . import junit
+        try:
+            junit.write(verdict, Path(args.junit))
+        except OSError as err:
+            raise UsageError(f"--junit {args.junit}: cannot write it: {err.strerror or err}") from None
+    return verdict.passed
+
+
+def list_command(args, catalog: Catalog) -> bool:
+    print(overview.render(catalog, Progress()))
+    return True
+
+
+def hint_command(args, catalog: Catalog) -> bool:
+    exercise = catalog.resolve(args.exercise)
+    progress = Progress()
+    if not progress.is_fresh(exercise):  # the last verdict is about another version of the file
+        print(ui.paint(f"Judging {exercise.header} to find the first stage that fails…", "dim"), flush=True)
+        workspace.judge(catalog, exercise, build.compilers_for("clang"), progress)
+    print(overview.take_next_hint(exercise, progress))
+    progress.save()
+    return True
