@@ -17,20 +17,7 @@ from lab.model.catalog import Catalog, CatalogError, Exercise, Hint, Limits, Sta
 from lab.model.results import BuildSummary, ConfigResult, StageResult, TestOutcome, Verdict
 from lab.model.progress import Progress
 
-def saved(path: Path, method: str, *args, **kwargs):
-    """One command's worth of progress: the file at `path` loaded, one change made, saved."""
-    progress = Progress(path)
-    result = getattr(progress, method)(*args, **kwargs)
-    progress.save()
-    return result
-
-
-def take_hint_at(path: Path, exercise: Exercise) -> str:
-    """`hint` on the progress file at `path`: the next hint, counted as taken and saved."""
-    progress = Progress(path)
-    text = overview.take_next_hint(exercise, progress)
-    progress.save()
-    return text
+from .progress_files import saved, take_hint_at
 
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
