@@ -69,7 +69,7 @@ class CachingAllocator {
   ~CachingAllocator() {}
 
   /// Stage 1. TODO: n rounded up to a multiple of 512, and at least 512.
-  static std::size_t round_size([[maybe_unused]] std::size_t n) noexcept { return 0; }
+  [[nodiscard]] static std::size_t round_size([[maybe_unused]] std::size_t n) noexcept { return 0; }
 
   /// Stage 1. TODO: n == 0 returns nullptr and changes nothing. Round n; a rounded size up to
   /// 1 MiB belongs to the small pool, a larger one to the large pool. With no free block to

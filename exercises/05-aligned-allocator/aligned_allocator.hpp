@@ -73,7 +73,7 @@ class AlignedAllocator {
 
   /// Stage 2: whether memory from one allocator can be freed by the other.
   template <class U>
-  bool operator==(const AlignedAllocator<U, Align>&) const noexcept {
+  [[nodiscard]] bool operator==(const AlignedAllocator<U, Align>&) const noexcept {
     return false;
   }
 };
@@ -100,10 +100,10 @@ class ArenaResource : public std::pmr::memory_resource {
   ~ArenaResource() override {}
 
   /// Stage 3: bytes taken from the buffer, padding included (the cursor's offset).
-  std::size_t used() const noexcept { return 0; }
+  [[nodiscard]] std::size_t used() const noexcept { return 0; }
 
   /// Stage 4: bytes currently held from upstream.
-  std::size_t upstream_bytes() const noexcept { return 0; }
+  [[nodiscard]] std::size_t upstream_bytes() const noexcept { return 0; }
 
   /// Stage 4: give every upstream block back, with the size and alignment it was taken with,
   /// and rewind the buffer to its start.

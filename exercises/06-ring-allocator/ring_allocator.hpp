@@ -50,7 +50,7 @@ class RingBumpAllocator {
   }
 
   /// Producer thread only. Stage 1: the head position, after the last allocation.
-  std::uint64_t checkpoint() const noexcept { return 0; }
+  [[nodiscard]] std::uint64_t checkpoint() const noexcept { return 0; }
 
   /// Consumer thread only. Stage 2: make every byte before position `c` available again.
   /// Ignore a `c` at or before the last reclaimed position, or after the current head.
@@ -61,11 +61,11 @@ class RingBumpAllocator {
   void reclaim([[maybe_unused]] std::uint64_t c) noexcept {}
 
   /// Stage 1: the buffer's size, a multiple of 4096.
-  std::size_t capacity() const noexcept { return 0; }
+  [[nodiscard]] std::size_t capacity() const noexcept { return 0; }
 
   /// Any thread. Stage 1: the head minus the last reclaimed position, padding and skipped ends
   /// included. Stage 3: never more than capacity(), whichever thread asks.
-  std::size_t in_use() const noexcept { return 0; }
+  [[nodiscard]] std::size_t in_use() const noexcept { return 0; }
 
   // Stage 3: the head and the tail go on different cache lines (alignas(64)).
 };

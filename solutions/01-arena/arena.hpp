@@ -113,11 +113,14 @@ class Arena {
 
  private:
   static std::size_t checked_capacity(std::size_t capacity) {
-    if (capacity == 0) throw std::invalid_argument("Arena: capacity must be greater than 0");
+    if (capacity == 0) zero_capacity();
     return capacity;
   }
 
   // The slow paths stay out of line so that the fast path of allocate() inlines small.
+  [[noreturn, gnu::noinline, gnu::cold]] static void zero_capacity() {
+    throw std::invalid_argument("Arena: capacity must be greater than 0");
+  }
   [[noreturn, gnu::noinline, gnu::cold]] static void invalid_alignment() {
     throw std::invalid_argument("Arena::allocate: align must be a power of two");
   }

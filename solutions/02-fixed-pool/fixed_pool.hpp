@@ -38,7 +38,7 @@ class FixedPool {
       : stride_(stride_for(block_size)),
         blocks_per_chunk_(checked_nonzero(blocks_per_chunk, "blocks_per_chunk")),
         max_chunks_(checked_nonzero(max_chunks, "max_chunks")) {
-    if (blocks_per_chunk_ > SIZE_MAX / stride_) throw std::bad_alloc();  // chunk bytes would wrap
+    if (blocks_per_chunk_ > SIZE_MAX / stride_) out_of_memory();  // chunk bytes would wrap
     grow();
   }
 
@@ -104,7 +104,7 @@ class FixedPool {
   static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= kAlign);
 
   static std::size_t checked_nonzero(std::size_t n, const char* what) {
-    if (n == 0) throw std::invalid_argument(std::string("FixedPool: ") + what + " must be greater than 0");
+    if (n == 0) zero_argument(what);
     return n;
   }
 
@@ -113,7 +113,7 @@ class FixedPool {
   static std::size_t stride_for(std::size_t block_size) {
     checked_nonzero(block_size, "block_size");
     const std::size_t at_least = std::max(block_size, sizeof(Node));
-    if (at_least > SIZE_MAX - (kAlign - 1)) throw std::bad_alloc();  // rounding up would wrap
+    if (at_least > SIZE_MAX - (kAlign - 1)) out_of_memory();  // rounding up would wrap
     return (at_least + kAlign - 1) / kAlign * kAlign;
   }
 
@@ -130,7 +130,7 @@ class FixedPool {
   // Adds one chunk and threads all of its blocks onto the (empty) free list, lowest address
   // first. Strong guarantee: on any exception the pool is unchanged.
   [[gnu::noinline]] void grow() {
-    if (chunks_.size() >= max_chunks_) throw std::bad_alloc();
+    if (chunks_.size() >= max_chunks_) out_of_memory();
     // Make room in the bookkeeping first, so that nothing can throw once the chunk exists.
     reserve_one_more(chunks_);
     reserve_one_more(sorted_);
@@ -144,6 +144,13 @@ class FixedPool {
     head_ = next;
     free_ += blocks_per_chunk_;
   }
+
+  // The throw paths stay out of line (the kit's error policy, docs/authoring.md): the code that
+  // builds and throws an exception is kept out of the members that check.
+  [[noreturn, gnu::noinline, gnu::cold]] static void zero_argument(const char* what) {
+    throw std::invalid_argument(std::string("FixedPool: ") + what + " must be greater than 0");
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] static void out_of_memory() { throw std::bad_alloc(); }
 
   std::size_t stride_;
   std::size_t blocks_per_chunk_;

@@ -244,11 +244,12 @@ class PagedKVCache {
     return value;
   }
   // The product, or std::bad_alloc when it would wrap or exceed the largest buffer a vector
-  // holds (which would throw std::length_error, against the kit's error policy). `b` is never
+  // holds (which would throw std::length_error, against the kit's error policy in
+  // docs/authoring.md: a size that cannot be had is exhaustion, std::bad_alloc). `b` is never
   // 0: every size is checked positive before.
   static std::size_t checked_product(std::size_t a, std::size_t b) {
     constexpr std::size_t kLargest = PTRDIFF_MAX;
-    if (a > kLargest / b) throw std::bad_alloc();
+    if (a > kLargest / b) buffer_too_large();
     return a * b;
   }
 
@@ -274,6 +275,7 @@ class PagedKVCache {
   [[noreturn, gnu::noinline, gnu::cold]] static void no_sequence(SeqId s, const char* what) {
     throw std::invalid_argument(std::string("PagedKVCache::") + what + ": no sequence " + std::to_string(s));
   }
+  [[noreturn, gnu::noinline, gnu::cold]] static void buffer_too_large() { throw std::bad_alloc(); }
   [[noreturn, gnu::noinline, gnu::cold]] static void position_outside(int pos, int length) {
     throw std::out_of_range("PagedKVCache::token: position " + std::to_string(pos) + " is outside [0, " +
                             std::to_string(length) + ")");

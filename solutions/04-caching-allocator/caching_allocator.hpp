@@ -55,9 +55,9 @@ class OutOfMemoryError : public std::bad_alloc {
                   allocated, reserved);
   }
   const char* what() const noexcept override { return message_; }
-  std::size_t requested() const noexcept { return requested_; }
-  std::size_t allocated() const noexcept { return allocated_; }
-  std::size_t reserved() const noexcept { return reserved_; }
+  [[nodiscard]] std::size_t requested() const noexcept { return requested_; }
+  [[nodiscard]] std::size_t allocated() const noexcept { return allocated_; }
+  [[nodiscard]] std::size_t reserved() const noexcept { return reserved_; }
 
  private:
   std::size_t requested_, allocated_, reserved_;
@@ -124,7 +124,7 @@ class CachingAllocator {
 
   /// `n` rounded up to a multiple of 512, and at least 512. Sizes above the largest
   /// multiple of 512 have no rounding; `allocate` refuses them before it rounds.
-  static std::size_t round_size(std::size_t n) noexcept {
+  [[nodiscard]] static std::size_t round_size(std::size_t n) noexcept {
     const std::size_t rounded = (n + kMinBlockSize - 1) & ~(kMinBlockSize - 1);
     return rounded < kMinBlockSize ? kMinBlockSize : rounded;
   }

@@ -72,7 +72,7 @@ class AlignedAllocator {
 
   /// Always true: memory from one instance can be freed by any other of the same `Align`.
   template <class U>
-  bool operator==(const AlignedAllocator<U, Align>&) const noexcept {
+  [[nodiscard]] bool operator==(const AlignedAllocator<U, Align>&) const noexcept {
     return true;
   }
 
@@ -109,8 +109,8 @@ class ArenaResource : public std::pmr::memory_resource {
   ArenaResource(void* buffer, std::size_t size,
                 std::pmr::memory_resource* upstream = std::pmr::get_default_resource())
       : buffer_(static_cast<std::byte*>(buffer)), size_(size), upstream_(upstream) {
-    if (buffer == nullptr && size != 0) throw std::invalid_argument("ArenaResource: null buffer of nonzero size");
-    if (upstream == nullptr) throw std::invalid_argument("ArenaResource: null upstream resource");
+    if (buffer == nullptr && size != 0) bad_argument("ArenaResource: null buffer of nonzero size");
+    if (upstream == nullptr) bad_argument("ArenaResource: null upstream resource");
   }
 
   ArenaResource(const ArenaResource&) = delete;
@@ -119,10 +119,10 @@ class ArenaResource : public std::pmr::memory_resource {
   ~ArenaResource() override { release(); }
 
   /// Bytes taken from the buffer, padding included: the cursor's offset from the start.
-  std::size_t used() const noexcept { return used_; }
+  [[nodiscard]] std::size_t used() const noexcept { return used_; }
 
   /// Bytes currently held from upstream: the sum of the sizes of the blocks taken from it.
-  std::size_t upstream_bytes() const noexcept { return upstream_bytes_; }
+  [[nodiscard]] std::size_t upstream_bytes() const noexcept { return upstream_bytes_; }
 
   /// Gives every upstream block back and rewinds the buffer: every pointer handed out so far
   /// dangles afterwards.
@@ -182,6 +182,9 @@ class ArenaResource : public std::pmr::memory_resource {
     return p;
   }
 
+  [[noreturn, gnu::noinline, gnu::cold]] static void bad_argument(const char* what) {
+    throw std::invalid_argument(what);
+  }
   [[noreturn, gnu::noinline, gnu::cold]] static void invalid_alignment() {
     throw std::invalid_argument("ArenaResource::allocate: alignment must be a power of two");
   }
