@@ -13,6 +13,7 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from . import pipe
@@ -80,7 +81,6 @@ def _check(p: argparse.ArgumentParser) -> None:
 
 
 def _docs(p: argparse.ArgumentParser) -> None:
-    from pathlib import Path
     p.add_argument("--maintainer", action="store_true",
                    help="build the maintainer's site instead: the reference solutions with their sources "
                         "in place of the skeletons' contracts, and the authoring guide (build/docs-maintainer/html)")
@@ -121,7 +121,7 @@ COMMANDS = (
 
 def main(argv: list[str]) -> int:
     pipe.tolerate_closed_stdout()
-    parser = _parser()
+    parser = _parser(argv[:1])
     args = parser.parse_args(argv)
     command: Command | None = getattr(args, "command", None)
     if command is None:
@@ -145,7 +145,10 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(asked: list[str]) -> argparse.ArgumentParser:
+    """The command line, with the arguments of the command `asked` names (argv's first word):
+    only that command's arguments are ever parsed, and building the others' would import their
+    modules (bench's defaults come from its module) on every start."""
     learner = [c for c in COMMANDS if not c.maintainers_only]
     maintainer = [c for c in COMMANDS if c.maintainers_only]
     width = max(len(c.name) for c in COMMANDS) + 2
@@ -159,6 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         s = sub.add_parser(command.name,
                            description=("(maintainers) " if command.maintainers_only else "") + command.help)
-        command.arguments(s)
+        if command.name in asked:
+            command.arguments(s)
         s.set_defaults(command=command)
     return p
