@@ -74,6 +74,24 @@ def _bench(p: argparse.ArgumentParser) -> None:
                    help=f"runs of each benchmark; the median is shown with the spread (default {REPETITIONS})")
 
 
+def _serve(p: argparse.ArgumentParser) -> None:
+    from .learner.serve import MANAGERS, TRACES, WITH
+    p.add_argument("--trace", choices=TRACES, default="chat",
+                   help="the requests to serve: chat (the default: hundreds of chat requests arriving over time, "
+                        "sharing a few system prompts) or tiny (a handful, in seconds)")
+    p.add_argument("--with", dest="with_", choices=WITH, default="yours",
+                   help="yours (the default): your header for every exercise that has passed, the reference for "
+                        "the others; reference: the references only")
+    p.add_argument("--manager", choices=MANAGERS,
+                   help="the KV block manager: prefix (the default: paged, with prefix caching), paged (caching "
+                        "off) or reserve (a request's every block taken at admission, as before paging)")
+    p.add_argument("--compare", action="store_true",
+                   help="serve the trace with reserve, paged and prefix on the same KV budget and set them side by side")
+    p.add_argument("--json", action="store_true",
+                   help="print the figures as one JSON object (with --compare, a list of one per manager)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="where to draw timeline.svg (default build/serve)")
+
+
 def _check(p: argparse.ArgumentParser) -> None:
     p.add_argument("exercise", nargs="?", help="check one exercise only (default: all)")
     p.add_argument("--jobs", type=int, default=2, help="judges run at once (default 2)")
@@ -109,6 +127,9 @@ COMMANDS = (
             "learner.workspace:solution_command", _solution),
     Command("bench", False, "benchmark your allocator and the reference against real allocators",
             "learner.bench:bench_command", _bench),
+    Command("serve", False, "run a small LLM serving engine built on your allocators: throughput, KV cache, "
+            "heap allocations, a timeline, and proof its tokens equal a plain engine's",
+            "learner.serve:serve_command", _serve),
     Command("check", True, "prove the kit: references pass, skeletons fail, mistakes are caught",
             "maintainer.check:check_command", _check),
     Command("doctor", True, "check the toolchain and print the apt command for what is missing",

@@ -110,14 +110,16 @@ def _cache_values(tree: Path) -> dict[str, str]:
 
 
 def configure(tree: Path, compiler: str, sanitizer: str, impl: Impl, exercise_name: str,
-              werror: bool, timeout: float) -> BuildResult | None:
-    """Configures the tree unless it already is as wanted. Returns a failed result, or None."""
+              werror: bool, timeout: float, extra: dict[str, str] | None = None) -> BuildResult | None:
+    """Configures the tree unless it already is as wanted. Returns a failed result, or None.
+    `extra`: more cache variables the tree must have (`serve`'s ALLOCLAB_SERVE_<NN>)."""
     wanted = {
         "CMAKE_CXX_COMPILER": shutil.which(program(compiler)) or program(compiler),
         "ALLOCLAB_SANITIZER": sanitizer,
         "ALLOCLAB_IMPL": str(impl.path) if impl.kind == "source" else impl.kind,
         "ALLOCLAB_IMPL_FOR": exercise_name if impl.kind == "source" else "",
         "ALLOCLAB_WERROR": "ON" if werror else "OFF",
+        **(extra or {}),
     }
     cached = _cache_values(tree)
     if (tree / "build.ninja").is_file() and all(cached.get(k) == v for k, v in wanted.items()):
@@ -165,9 +167,9 @@ class Slots:
 
 
 def configure_and_build(tree: Path, target: str, compiler: str, sanitizer: str, impl: Impl, exercise_name: str,
-                        werror: bool, timeout: float) -> BuildResult:
+                        werror: bool, timeout: float, extra: dict[str, str] | None = None) -> BuildResult:
     """Builds `target` in a tree configured as asked, configuring it first when it is not."""
-    failed = configure(tree, compiler, sanitizer, impl, exercise_name, werror, timeout)
+    failed = configure(tree, compiler, sanitizer, impl, exercise_name, werror, timeout, extra)
     return failed or build(tree, target, timeout)
 
 

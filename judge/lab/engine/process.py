@@ -9,6 +9,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 
 @dataclass
@@ -45,11 +46,22 @@ class RunResult:
             return f"signal {-self.returncode}"
 
 
-def _drain(stream, keep: int, into: Captured) -> None:
-    """Reads a pipe to its end, keeping the first and last `keep // 2` bytes."""
+def _drain(stream, keep: int, into: Captured, on_line: Callable[[str], None] | None = None) -> None:
+    """Reads a pipe to its end, keeping the first and last `keep // 2` bytes. With `on_line`, hands
+    it each line as soon as it arrives (a line longer than `keep` bytes is cut to its end); an
+    exception it raises is dropped, so that the pipe is still read to its end."""
     half = max(keep // 2, 1)
     tail = bytearray()
-    while chunk := stream.read(65536):
+    pending = b""
+    while chunk := (stream.read1(65536) if on_line else stream.read(65536)):
+        if on_line:
+            *lines, pending = (pending + chunk).split(b"\n")
+            pending = pending[-keep:]
+            for line in lines:
+                try:
+                    on_line(line.decode("utf-8", "replace"))
+                except Exception:  # the program's output matters more than its progress display
+                    pass
         into.total += len(chunk)
         if len(into.head) < half:
             room = half - len(into.head)
@@ -58,14 +70,20 @@ def _drain(stream, keep: int, into: Captured) -> None:
         tail += chunk
         if len(tail) > half:
             del tail[: len(tail) - half]
+    if on_line and pending:
+        try:
+            on_line(pending.decode("utf-8", "replace"))
+        except Exception:
+            pass
     into.tail = bytes(tail)
 
 
 def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
-        timeout: float, keep_bytes: int) -> RunResult:
+        timeout: float, keep_bytes: int, on_stderr_line: Callable[[str], None] | None = None) -> RunResult:
     """Runs argv with no input, in the C locale. After `timeout` seconds the whole process
     group is killed; it is killed too once the program ends, so that no child it forked keeps
-    running."""
+    running. `on_stderr_line` is called, from another thread, with each line the program writes
+    on its standard error, as it writes it (a progress report)."""
     start = time.monotonic()
     _become_subreaper()
     with _SPAWN_LOCK:
@@ -74,7 +92,7 @@ def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
         _SPAWNED.add(proc.pid)
     out, err = Captured(), Captured()
     readers = [threading.Thread(target=_drain, args=(proc.stdout, keep_bytes, out), daemon=True),
-               threading.Thread(target=_drain, args=(proc.stderr, keep_bytes, err), daemon=True)]
+               threading.Thread(target=_drain, args=(proc.stderr, keep_bytes, err, on_stderr_line), daemon=True)]
     for t in readers:
         t.start()
     timed_out = False

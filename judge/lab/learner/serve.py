@@ -1,0 +1,718 @@
+"""`serve`: the course's capstone. Builds the serving engine (judge/engine/, the binary
+`alloclab_serve`) optimised, with the learner's header for every exercise that has passed and
+the reference for the others, serves a built-in trace, and prints what it measured: throughput,
+batching, preemptions, the prefix cache, how full the KV blocks are, the caching allocator's
+device mallocs, the heap allocations per step, and whether every request's tokens equal those
+of the plain engine (the same model with `std::vector` for everything), which is the proof that
+the allocators kept every request's memory apart. It draws the run's timeline as an SVG.
+
+`--compare` serves the same trace on the same KV budget three times, with the block managers
+`reserve` (a request's whole KV taken at admission, as engines did before paging), `paged` (the
+KV cache manager with prefix caching off) and `prefix` (on), and sets them side by side.
+
+The binary's protocol (its arguments, the `progress <finished> <total>` lines on its standard
+error, its one JSON object on standard output) is written down in `serve.cpp`'s comment; the
+keys this module needs are KEYS and TIMELINE below."""
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import textwrap
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+from .. import ui
+from ..engine import build, process
+from ..model.catalog import ROOT, Catalog, Exercise, shown
+from ..model.errors import UsageError
+from ..model.progress import Progress, Standing
+
+ENGINE = ROOT / "judge" / "engine"
+SOURCE = ENGINE / "serve.cpp"
+TARGET = "alloclab_serve"
+OUT = ROOT / "build" / "serve"
+TRACES = ("chat", "tiny")
+MANAGERS = ("prefix", "paged", "reserve")
+COMPARED = ("reserve", "paged", "prefix")      # --compare's order: before paging, paging, paging with a cache
+WITH = ("yours", "reference")
+COMPILER = "clang"
+STDOUT_BYTES = 64 << 20                        # a long trace's timeline is a few MB of JSON
+
+# What the binary prints: every key is there (the plain engine's figures are null with --no-plain).
+NUMBERS = ("requests", "finished", "generated_tokens", "tokens_per_second", "mean_batch", "peak_running",
+           "preemptions", "prefix_hit_rate", "kv_utilization", "copies", "device_mallocs",
+           "heap_allocations_per_step", "kv_blocks", "block_tokens", "steps", "seconds")
+NULLABLE = ("plain_heap_allocations_per_step",)
+KEYS = (*NUMBERS, *NULLABLE, "matches_plain_engine", "manager", "trace", "model", "timeline")
+TIMELINE = ("running_blocks", "cached_blocks", "free_blocks", "batch", "preempted", "reserved_bytes",
+            "allocated_bytes")
+
+# What --compare says of the three managers, and what the chapter's table promises on this kit's
+# default model (the vLLM paper reports 2-4x the throughput of reserving engines, and under 4 %
+# of the KV memory wasted).
+PAGED_OVER_RESERVE = 1.5
+PREFIX_OVER_PAGED = 1.2
+PAGED_UTILIZATION = 0.9
+
+
+class ServeError(Exception):
+    """The engine could not be built or run, or said something that cannot be read: the message
+    says what happened and what to do; `yours` is True when the learner's code is to blame."""
+
+    def __init__(self, message: str, yours: bool = False):
+        super().__init__(message)
+        self.yours = yours
+
+
+# ---- whose header ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Source:
+    """Where one exercise's header comes from in the engine's build."""
+    exercise: Exercise
+    yours: bool
+    why: str = ""        # why the reference stands in for the learner's header, when it does
+
+    @property
+    def folder(self) -> Path:
+        return ROOT / ("exercises" if self.yours else "solutions") / self.exercise.name
+
+
+def sources(catalog: Catalog, progress: Progress, with_: str) -> list[Source]:
+    """The header of each exercise: the learner's when its every stage passed on the file as it is
+    now (by the progress file), else the reference, with the reason."""
+    chosen = []
+    for ex in catalog.exercises:
+        if with_ == "reference":
+            chosen.append(Source(ex, False, "asked for"))
+            continue
+        standing, stage = progress.standing(ex)
+        if standing == Standing.PASSED and progress.is_fresh(ex):
+            chosen.append(Source(ex, True))
+        elif standing == Standing.PASSED:
+            chosen.append(Source(ex, False, f"changed since it passed: `judge.py test {ex.id}` again to use it"))
+        elif standing == Standing.NOT_STARTED:
+            chosen.append(Source(ex, False, "not passed yet"))
+        else:
+            chosen.append(Source(ex, False, "not passed yet" + (f" (stage {stage})" if stage else "")))
+    return chosen
+
+
+def cache_variables(chosen: list[Source]) -> dict[str, str]:
+    """-DALLOCLAB_SERVE_<NN>=<folder> for every exercise, the reference's too: a tree that once
+    built a learner's header must not keep it in its cache after that header stops passing."""
+    return {f"ALLOCLAB_SERVE_{s.exercise.id:02d}": str(s.folder) for s in chosen}
+
+
+def whose(chosen: list[Source]) -> dict[str, str]:
+    """The `with` of --json: each exercise's folder name -> "yours" or "reference"."""
+    return {s.exercise.name: "yours" if s.yours else "reference" for s in chosen}
+
+
+def describe(chosen: list[Source]) -> str:
+    """Which headers the engine is built from, in a line or two."""
+    mine = [s for s in chosen if s.yours]
+    theirs = [s for s in chosen if not s.yours]
+    lines = []
+    if mine:
+        lines.append("your headers: " + ", ".join(f"{s.exercise.id:02d} {s.exercise.header}" for s in mine))
+    if theirs and not mine and all(s.why == "asked for" for s in theirs):
+        lines.append("the reference for every exercise (--with reference)")
+    elif theirs:
+        by_reason: dict[str, list[str]] = {}
+        for s in theirs:
+            by_reason.setdefault(s.why, []).append(f"{s.exercise.id:02d}")
+        lines.append("the reference for " + "; ".join(f"{', '.join(ids)} ({why})" for why, ids in by_reason.items()))
+    return "\n".join(lines)
+
+
+# ---- the build ------------------------------------------------------------------------------
+
+def tree(with_: str) -> Path:
+    return build.BUILD_ROOT / f"serve-{with_}"
+
+
+def require_sources() -> None:
+    if not SOURCE.is_file():
+        raise UsageError(f"the serving engine's sources ({shown(SOURCE)}) are not in this tree: update your copy "
+                         "of the kit (`git pull`)")
+
+
+def build_engine(catalog: Catalog, with_: str, chosen: list[Source], compiler: str = COMPILER) -> Path:
+    """Configures build/serve-<with> as a release tree with the chosen headers and builds the
+    engine in it; its path, or ServeError."""
+    require_sources()
+    where = tree(with_)
+    with build.locked(where):
+        built = build.configure_and_build(where, TARGET, compiler, "release", build.Impl("solutions"), "", False,
+                                          catalog.limits.build_timeout_seconds, cache_variables(chosen))
+    if built.ok:
+        return where / TARGET
+    raise ServeError(*compile_problem(built, chosen))
+
+
+def compile_problem(built: build.BuildResult, chosen: list[Source]) -> tuple[str, bool]:
+    """What a failed build says, as `test` says it: the first error, in a learner's header when
+    there is one there, with the line the compiler quotes; and whether the learner's code is to blame."""
+    errors = [d for d in built.diagnostics if d.severity == "error"]
+    mine = {s.exercise.exercise_file.resolve(): s for s in chosen if s.yours}
+    for d in errors:
+        source = mine.get(_resolved(d.file))
+        if source:
+            ex = source.exercise
+            lines = [f"Your {ex.header} (exercise {ex.id:02d}) does not compile in the engine:",
+                     f"  {d.where()}: error: {d.message}", *("  " + c for c in d.context),
+                     f"  It passed its tests, so the engine uses it in a way they do not: fix it and run "
+                     f"`judge.py test {ex.id}`, or serve with `--with reference`."]
+            return "\n".join(lines), True
+    if errors:
+        d = errors[0]
+        lines = ["The serving engine does not compile" + (" with your headers" if mine else "") + ":",
+                 f"  {d.where()}: error: {d.message}", *("  " + c for c in d.context)]
+        if mine:
+            lines.append("  The error is in the engine's code, reached through one of your headers: a name or "
+                         "signature of the contract may differ. `--with reference` shows whether the engine builds.")
+        return "\n".join(lines), bool(mine)
+    return "The serving engine could not be built: " + (built.problem or "the build failed"), False
+
+
+def _resolved(file: str) -> Path | None:
+    try:
+        return Path(file).resolve()
+    except OSError:
+        return None
+
+
+# ---- the run --------------------------------------------------------------------------------
+
+class ProgressBar:
+    """The run's progress from the binary's `progress <finished> <total>` lines, drawn on one
+    line of the terminal (standard error, so that --json's standard output stays one object)."""
+    _LINE = re.compile(r"^progress (\d+) (\d+)\s*$")
+
+    def __init__(self, label: str, stream=None):
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.live = _is_terminal(self.stream)
+        self.drawn = False
+        self.last: tuple[int, int] | None = None
+
+    def line(self, text: str) -> None:
+        m = self._LINE.match(text)
+        if not m:
+            return
+        self.last = (int(m.group(1)), int(m.group(2)))
+        if self.live:
+            self.stream.write("\r\033[K" + f"{self.label} {ui.bar(*self.last)} requests finished")
+            self.stream.flush()
+            self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self.drawn = False
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def run(binary: Path, trace: str, manager: str, timeout: float, kv_blocks: int | None = None,
+        bar: ProgressBar | None = None, blame_learner: bool = False) -> dict:
+    """Runs the engine once and returns its JSON object, checked; ServeError when it fails."""
+    argv = [str(binary), "--trace", trace, "--manager", manager, "--progress"]
+    if kv_blocks is not None:
+        argv += ["--kv-blocks", str(kv_blocks)]
+    try:
+        result = process.run(argv, cwd=binary.parent, timeout=timeout, keep_bytes=STDOUT_BYTES,
+                             on_stderr_line=bar.line if bar else None)
+    except OSError as err:
+        raise ServeError(f"the serving engine {shown(binary)} cannot be started: {err}") from None
+    finally:
+        if bar:
+            bar.close()
+    said = "\n".join(line for line in result.stderr.text().splitlines()
+                     if not ProgressBar._LINE.match(line)).strip()
+    said = ("\n" + ui.indent(said[-2000:], "  ", max_lines=12, more="")) if said else ""
+    suspects = (" with your headers: `--with reference` shows whether the reference does the same" if blame_learner
+                else "")
+    if result.timed_out:
+        raise ServeError(f"the serving engine did not finish the {trace} trace in {timeout:g} s (the limit "
+                         f"bench_timeout_seconds of judge/catalog.toml){suspects}{said}", blame_learner)
+    if result.signal_name:
+        raise ServeError(f"the serving engine crashed ({result.signal_name}) serving the {trace} trace with the "
+                         f"{manager} manager{suspects}{said}", blame_learner)
+    if result.returncode == 2:
+        raise ServeError(f"the serving engine refused its arguments ({' '.join(argv[1:])}): this judge and "
+                         f"judge/engine/serve.cpp disagree{said}")
+    if result.returncode != 0:
+        raise ServeError(f"the serving engine failed (exit status {result.returncode}) serving the {trace} trace "
+                         f"with the {manager} manager{suspects}{said}", blame_learner)
+    if result.stdout.truncated:
+        raise ServeError(f"the serving engine printed more than {STDOUT_BYTES >> 20} MB, which this judge does "
+                         "not read")
+    try:
+        return parse(result.stdout.text())
+    except ValueError as err:
+        raise ServeError(f"the serving engine's output cannot be read: {err}") from None
+
+
+def parse(text: str) -> dict:
+    """The engine's one JSON object, checked against the protocol; ValueError says what is wrong."""
+    data = json.loads(text)  # json.JSONDecodeError is a ValueError
+    if not isinstance(data, dict):
+        raise ValueError("it is not one JSON object")
+    missing = [k for k in KEYS if k not in data]
+    if missing:
+        raise ValueError(f"it lacks the key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    for key in NUMBERS + NULLABLE:
+        value = data[key]
+        if (value is None and key in NULLABLE) or _is_number(value):
+            continue
+        raise ValueError(f"{key} is {value!r}, not a number")
+    if data["matches_plain_engine"] not in (True, False, None):
+        raise ValueError(f"matches_plain_engine is {data['matches_plain_engine']!r}, not true, false or null")
+    if not isinstance(data["model"], dict):
+        raise ValueError("model is not an object")
+    timeline = data["timeline"]
+    if not isinstance(timeline, dict):
+        raise ValueError("timeline is not an object")
+    lengths = {}
+    for key in TIMELINE:
+        series = timeline.get(key)
+        if not isinstance(series, list) or not all(_is_number(v) for v in series):
+            raise ValueError(f"timeline.{key} is not a list of numbers")
+        lengths[key] = len(series)
+    if len(set(lengths.values())) > 1:
+        raise ValueError("the timeline's lists differ in length: " + ", ".join(f"{k} {n}" for k, n in lengths.items()))
+    return data
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# ---- what it prints -------------------------------------------------------------------------
+
+def _int(value) -> str:
+    return f"{value:,.0f}"
+
+
+def _per_step(value) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+
+
+def _percent(value) -> str:
+    return f"{value * 100:.1f} %"
+
+
+def _matches(value) -> str:
+    return {True: "yes", False: "NO", None: "not compared (--no-plain)"}[value]
+
+
+# (label, how one result's figure is written)
+ROWS = (
+    ("requests", lambda r: f"{_int(r['requests'])}" + ("" if r["finished"] == r["requests"]
+                                                       else f" ({_int(r['finished'])} finished)")),
+    ("generated tokens", lambda r: _int(r["generated_tokens"])),
+    ("tokens/s", lambda r: f"{r['tokens_per_second']:,.1f}"),
+    ("mean batch", lambda r: f"{r['mean_batch']:.1f}"),
+    ("peak running", lambda r: _int(r["peak_running"])),
+    ("preemptions", lambda r: _int(r["preemptions"])),
+    ("prefix hit rate", lambda r: _percent(r["prefix_hit_rate"])),
+    ("KV utilization", lambda r: _percent(r["kv_utilization"])),
+    ("copies", lambda r: _int(r["copies"])),
+    ("device mallocs", lambda r: _int(r["device_mallocs"])),
+    ("heap allocations/step", lambda r: _per_step(r["heap_allocations_per_step"])),
+    ("  the plain engine's", lambda r: _per_step(r["plain_heap_allocations_per_step"])),
+    ("tokens = plain engine's", lambda r: _matches(r["matches_plain_engine"])),
+)
+
+EXPLAINED = ("KV utilization: tokens stored ÷ the token slots of the blocks handed out, averaged over the steps. "
+             "Heap allocations/step: calls of operator new in a steady-state step, the kit's allocators against "
+             "the plain engine's std::vector for everything.")
+
+MISMATCH = ("Some request's tokens differ from the plain engine's. Both run the same model with the same weights "
+            "and the same seeded sampler, and every kernel computes a row alone, so scheduling cannot change a "
+            "token: a different token means a request read KV it did not write. A block given to two requests "
+            "at once, a slot or block table pointing into the wrong block, a shared block written without its "
+            "copy, a block given back while still in use, or a cached block found for a prefix that differs: "
+            "memory that leaked from one request into another.")
+
+
+def _mib(n: float) -> str:
+    mib = n / (1 << 20)
+    return f"{mib:,.0f} MiB" if mib >= 10 else f"{mib:.1f} MiB"
+
+
+def headline(result: dict) -> str:
+    model = result["model"]
+    name = model.get("name", "?")
+    weights = model.get("weight_bytes")
+    size = f", {_mib(weights)} of weights" if _is_number(weights) else ""
+    return (f"The {result['trace']} trace, {result['manager']} manager: {_int(result['kv_blocks'])} KV blocks of "
+            f"{_int(result['block_tokens'])} tokens, the {name} model{size}, {_int(result['steps'])} steps in "
+            f"{result['seconds']:.1f} s")
+
+
+def summary(result: dict) -> str:
+    lines = [ui.paint(headline(result), "bold")]
+    for label, cell in ROWS:
+        text = cell(result)
+        if label.startswith("tokens ="):
+            text = ui.paint(text, "green" if result["matches_plain_engine"] else
+                            "red" if result["matches_plain_engine"] is False else "dim")
+        lines.append(f"  {label:<24}{text}")
+    lines.append(ui.paint(ui.indent(_wrap(EXPLAINED), "  ", max_lines=99), "dim"))
+    return "\n".join(lines)
+
+
+def _wrap(text: str, width: int = 100) -> str:
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def _ratio(a, b) -> float | None:
+    return a / b if _is_number(a) and _is_number(b) and b else None
+
+
+def ratios(results: dict[str, dict]) -> list[tuple[str, float | None, str, bool | None]]:
+    """(what, value, target, met) for --compare: the chapter's table's claims, measured."""
+    reserve, paged, prefix = (results.get(m) for m in COMPARED)
+    out = []
+    if reserve and paged:
+        r = _ratio(paged["tokens_per_second"], reserve["tokens_per_second"])
+        out.append(("paged ÷ reserve, tokens/s", r, f"≥ {PAGED_OVER_RESERVE:g}×",
+                    None if r is None else r >= PAGED_OVER_RESERVE))
+    if paged and prefix:
+        r = _ratio(prefix["tokens_per_second"], paged["tokens_per_second"])
+        out.append(("prefix ÷ paged, tokens/s", r, f"≥ {PREFIX_OVER_PAGED:g}×",
+                    None if r is None else r >= PREFIX_OVER_PAGED))
+    if paged:
+        out.append(("paged KV utilization", paged["kv_utilization"], f"≥ {PAGED_UTILIZATION:.0%}",
+                    paged["kv_utilization"] >= PAGED_UTILIZATION))
+    for manager in COMPARED:
+        if (r := results.get(manager)) is not None:
+            value = _ratio(r["heap_allocations_per_step"], r["plain_heap_allocations_per_step"])
+            out.append((f"{manager}: heap allocations per step ÷ the plain engine's", value, "", None))
+    return out
+
+
+def compare_table(results: dict[str, dict]) -> str:
+    managers = [m for m in COMPARED if m in results]
+    first = results[managers[0]]
+    lines = [ui.paint(f"The {first['trace']} trace on {_int(first['kv_blocks'])} KV blocks of "
+                      f"{_int(first['block_tokens'])} tokens, the {first['model'].get('name', '?')} model, "
+                      "three block managers", "bold"),
+             f"  {'':<24}" + "".join(f"{m:>16}" for m in managers)]
+    for label, cell in ROWS:
+        row = "".join(f"{cell(results[m]):>16}" for m in managers)
+        lines.append(f"  {label:<24}{row}")
+    lines.append("")
+    measured = ratios(results)
+    width = max(len(what) for what, *_ in measured) + 2
+    for what, value, target, met in measured:
+        shown_value = "—" if value is None else (f"{value:.2f}×" if "tokens/s" in what else _percent(value))
+        mark = "" if met is None else ("  " + ui.mark(met) + f" target {target}")
+        lines.append(f"  {what:<{width}}{shown_value:>8}{mark}")
+    lines.append(ui.paint(ui.indent(_wrap(
+        "reserve takes the KV blocks of a request's prompt and of its every possible new token at admission, as "
+        "engines did before paging; paged takes a block when the last one fills; prefix also finds the blocks of "
+        "a prompt's beginning already computed for another request. Tokens/s move with the machine's load: run "
+        "it again before you trust a difference. " + EXPLAINED), "  ", max_lines=99), "dim"))
+    return "\n".join(lines)
+
+
+# ---- the timeline ---------------------------------------------------------------------------
+
+_W, _LEFT, _RIGHT = 1000, 80, 80
+_PLOT = _W - _LEFT - _RIGHT
+_INK, _MUTED, _GRID = "#111827", "#4b5563", "#d1d5db"
+_RUNNING, _CACHED, _FREE = "#2563eb", "#f59e0b", "#e5e7eb"
+_BATCH, _PREEMPT = "#111827", "#dc2626"
+_RESERVED, _ALLOCATED = "#7c3aed", "#059669"
+MiB = 1 << 20
+
+
+def _buckets(n: int, most: int = _PLOT) -> list[range]:
+    """Steps grouped so that no more points are drawn than the plot has pixels."""
+    if n <= most:
+        return [range(i, i + 1) for i in range(n)]
+    edges = [round(i * n / most) for i in range(most + 1)]
+    return [range(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+
+
+def _nice(top: float, count: int = 5) -> list[float]:
+    """Round tick values from 0 to at least `top`."""
+    if top <= 0:
+        return [0, 1]
+    raw = top / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    return [step * i for i in range(math.ceil(top / step - 1e-9) + 1)]
+
+
+def _label(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:g}"
+
+
+def svg(result: dict, title: str) -> str:
+    """The run's timeline as a standalone SVG document: per step, the KV blocks held by running
+    requests, cached and free as a stacked area with the batch size over them and the preemptions
+    marked; below, the caching allocator's reserved and allocated bytes."""
+    t = result["timeline"]
+    n = len(t["batch"])
+    groups = _buckets(n)
+
+    def mean(key: str, g: range) -> float:
+        return sum(t[key][i] for i in g) / len(g)
+
+    running = [mean("running_blocks", g) for g in groups]
+    cached = [mean("cached_blocks", g) for g in groups]
+    free = [mean("free_blocks", g) for g in groups]
+    batch = [mean("batch", g) for g in groups]
+    preempted = [sum(t["preempted"][i] for i in g) for g in groups]
+    reserved = [mean("reserved_bytes", g) / MiB for g in groups]
+    allocated = [mean("allocated_bytes", g) / MiB for g in groups]
+    columns = len(groups)
+
+    def x(i: float) -> float:
+        return _LEFT + (_PLOT * (i + 0.5) / columns if columns > 1 else _PLOT / 2)
+
+    out: list[str] = []
+    # ---- panel 1: KV blocks and batch ----
+    top1, h1 = 100, 270
+    # The blocks' scale ends at the budget (running + cached + free), marked, so the stack fills it.
+    blocks_top = max([a + b + c for a, b, c in zip(running, cached, free)] + [result["kv_blocks"], 1])
+    block_ticks = [v for v in _nice(blocks_top) if v <= blocks_top * 0.93] + [blocks_top]
+    batch_ticks = _nice(max(batch + [1]))
+
+    def y1(v: float) -> float:
+        return top1 + h1 - h1 * v / blocks_top
+
+    def yb(v: float) -> float:
+        return top1 + h1 - h1 * v / batch_ticks[-1]
+
+    out.append(_grid(block_ticks, y1, f"KV blocks", "left", top1, h1))
+    out.append(_axis_labels(batch_ticks, yb, "requests in the step (batch)", "right", top1, h1, _BATCH))
+    if columns:
+        lower = [0.0] * columns
+        for values, colour, name in ((running, _RUNNING, "used by running requests"),
+                                     (cached, _CACHED, "cached, used by no request"),
+                                     (free, _FREE, "free (idle in the pool)")):
+            upper = [a + b for a, b in zip(lower, values)]
+            out.append(_band(lower, upper, x, y1, colour, name))
+            lower = upper
+        out.append(_line(batch, x, yb, _BATCH, "batch", width=1.4))
+        for i, count in enumerate(preempted):
+            if count:
+                cx = x(i)
+                out.append(f'<path d="M{cx:.1f},{top1 - 2} l-4,-8 h8 z" fill="{_PREEMPT}">'
+                           f'<title>{count:g} preempted at step {groups[i][0]}'
+                           f'{"-" + str(groups[i][-1]) if len(groups[i]) > 1 else ""}</title></path>'
+                           f'<line x1="{cx:.1f}" y1="{top1}" x2="{cx:.1f}" y2="{top1 + h1}" stroke="{_PREEMPT}" '
+                           f'stroke-width="0.6" stroke-opacity="0.45"/>')
+    out.append(f'<rect x="{_LEFT}" y="{top1}" width="{_PLOT}" height="{h1}" fill="none" stroke="{_MUTED}"/>')
+
+    # ---- panel 2: the caching allocator ----
+    top2, h2 = top1 + h1 + 60, 150
+    mib_ticks = _nice(max(reserved + allocated + [1]))
+
+    def y2(v: float) -> float:
+        return top2 + h2 - h2 * v / mib_ticks[-1]
+
+    out.append(f'<text x="{_LEFT}" y="{top2 - 10}" font-size="13" font-weight="bold" fill="{_INK}">'
+               "The caching allocator (activations)</text>")
+    out.append(_grid(mib_ticks, y2, "MiB", "left", top2, h2))
+    if columns:
+        out.append(_band([0.0] * columns, reserved, x, y2, _RESERVED, "reserved", opacity=0.18))
+        out.append(_line(reserved, x, y2, _RESERVED, "reserved bytes", width=1.6))
+        out.append(_line(allocated, x, y2, _ALLOCATED, "allocated bytes", width=1.6))
+    out.append(f'<rect x="{_LEFT}" y="{top2}" width="{_PLOT}" height="{h2}" fill="none" stroke="{_MUTED}"/>')
+
+    # ---- the step axis, under both panels ----
+    step_ticks = [v for v in _nice(max(n - 1, 1), 8) if v <= max(n - 1, 0)] or [0]
+    for v in step_ticks:
+        px = _LEFT + (_PLOT * (v + 0.5) / n if n > 1 else _PLOT / 2)
+        out.append(f'<line x1="{px:.1f}" y1="{top2 + h2}" x2="{px:.1f}" y2="{top2 + h2 + 5}" stroke="{_MUTED}"/>'
+                   f'<text x="{px:.1f}" y="{top2 + h2 + 18}" font-size="11" fill="{_MUTED}" '
+                   f'text-anchor="middle">{_label(v)}</text>')
+    axis_y = top2 + h2 + 36
+    out.append(f'<text x="{_LEFT + _PLOT / 2}" y="{axis_y}" font-size="12" fill="{_INK}" text-anchor="middle">'
+               f"engine step" + (f" (each point the mean of about {n / columns:.0f} steps)" if columns < n else "")
+               + "</text>")
+
+    # ---- legend and figures ----
+    ly = axis_y + 22
+    entries = [("rect", _RUNNING, "KV blocks used by running requests"), ("rect", _CACHED, "cached, used by none"),
+               ("rect", _FREE, "free"), ("line", _BATCH, "batch size (right axis)"),
+               ("mark", _PREEMPT, "a request preempted"), None,
+               ("line", _RESERVED, "bytes the caching allocator reserved from the device"),
+               ("line", _ALLOCATED, "bytes allocated from it")]
+    lx = _LEFT
+    row = 0
+    for entry in entries:
+        if entry is None:
+            lx, row = _LEFT, row + 1
+            continue
+        kind, colour, name = entry
+        width = 34 + 6.8 * len(name)
+        yy = ly + 20 * row
+        if kind == "rect":
+            out.append(f'<rect x="{lx}" y="{yy}" width="14" height="12" fill="{colour}" stroke="{_MUTED}" '
+                       'stroke-width="0.5"/>')
+        elif kind == "line":
+            out.append(f'<line x1="{lx}" y1="{yy + 6}" x2="{lx + 14}" y2="{yy + 6}" stroke="{colour}" '
+                       'stroke-width="2"/>')
+        else:
+            out.append(f'<path d="M{lx + 7},{yy + 12} l-5,-10 h10 z" fill="{colour}"/>')
+        out.append(f'<text x="{lx + 20}" y="{yy + 11}" font-size="12" fill="{_INK}">{escape(name)}</text>')
+        lx += width
+    ly += 20 * (row + 1) + 8
+    facts = [f"{_int(result['requests'])} requests, {_int(result['generated_tokens'])} tokens generated, "
+             f"{result['tokens_per_second']:,.1f} tokens/s, mean batch {result['mean_batch']:.1f}, "
+             f"peak running {_int(result['peak_running'])}, {_int(result['preemptions'])} preemptions",
+             f"prefix hit rate {_percent(result['prefix_hit_rate'])}, KV utilization "
+             f"{_percent(result['kv_utilization'])}, {_int(result['copies'])} copies, "
+             f"{_int(result['device_mallocs'])} device mallocs, heap allocations per step "
+             f"{_per_step(result['heap_allocations_per_step'])} (plain engine "
+             f"{_per_step(result['plain_heap_allocations_per_step'])}), tokens equal to the plain engine's: "
+             f"{_matches(result['matches_plain_engine'])}"]
+    for i, line in enumerate(facts):
+        out.append(f'<text x="20" y="{ly + 16 * i + 12}" font-size="12" fill="{_MUTED}">{escape(line)}</text>')
+    height = ly + 16 * len(facts) + 16
+    head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {height}" width="{_W}" height="{height}" '
+            f'font-family="sans-serif">'
+            f'<rect width="100%" height="100%" fill="#ffffff"/>'
+            f'<text x="20" y="30" font-size="17" font-weight="bold" fill="{_INK}">{escape(title)}</text>'
+            f'<text x="20" y="52" font-size="12" fill="{_MUTED}">{escape(headline(result))}</text>'
+            f'<text x="{_LEFT}" y="{top1 - 20}" font-size="13" font-weight="bold" fill="{_INK}">'
+            "The KV cache, in blocks, and the batch</text>")
+    return head + "\n" + "\n".join(out) + "\n</svg>\n"
+
+
+def _grid(ticks: list[float], y, name: str, side: str, top: float, height: float) -> str:
+    parts = []
+    for v in ticks:
+        py = y(v)
+        parts.append(f'<line x1="{_LEFT}" y1="{py:.1f}" x2="{_LEFT + _PLOT}" y2="{py:.1f}" stroke="{_GRID}" '
+                     'stroke-width="0.6"/>')
+    return "\n".join(parts) + "\n" + _axis_labels(ticks, y, name, side, top, height, _INK)
+
+
+def _axis_labels(ticks: list[float], y, name: str, side: str, top: float, height: float, colour: str) -> str:
+    left = side == "left"
+    tx = _LEFT - 6 if left else _LEFT + _PLOT + 6
+    anchor = "end" if left else "start"
+    parts = [f'<text x="{tx}" y="{y(v) + 4:.1f}" font-size="11" fill="{_MUTED}" text-anchor="{anchor}">'
+             f"{_label(v)}</text>" for v in ticks]
+    lx = 20 if left else _W - 20
+    cy = top + height / 2
+    parts.append(f'<text x="{lx}" y="{cy:.1f}" font-size="12" fill="{colour}" text-anchor="middle" '
+                 f'transform="rotate({-90 if left else 90} {lx} {cy:.1f})">{escape(name)}</text>')
+    return "\n".join(parts)
+
+
+def _band(lower: list[float], upper: list[float], x, y, colour: str, name: str, opacity: float = 1.0) -> str:
+    """The area between two series, as one polygon (a column is as wide as its step)."""
+    half = _PLOT / len(upper) / 2
+    top = []
+    for i, v in enumerate(upper):
+        top += [(x(i) - half, y(v)), (x(i) + half, y(v))]
+    bottom = []
+    for i in reversed(range(len(lower))):
+        bottom += [(x(i) + half, y(lower[i])), (x(i) - half, y(lower[i]))]
+    points = " ".join(f"{px:.1f},{py:.1f}" for px, py in top + bottom)
+    return (f'<polygon class="series" data-series="{escape(name)}" points="{points}" fill="{colour}" '
+            f'fill-opacity="{opacity:g}" stroke="none"><title>{escape(name)}</title></polygon>')
+
+
+def _line(values: list[float], x, y, colour: str, name: str, width: float) -> str:
+    """A series as steps: level across each step's column, as the stacked area is."""
+    half = _PLOT / len(values) / 2
+    points = " ".join(f"{x(i) - half:.1f},{y(v):.1f} {x(i) + half:.1f},{y(v):.1f}" for i, v in enumerate(values))
+    return (f'<polyline class="series" data-series="{escape(name)}" points="{points}" fill="none" '
+            f'stroke="{colour}" stroke-width="{width:g}" stroke-linejoin="round"><title>{escape(name)}</title>'
+            "</polyline>")
+
+
+def draw(result: dict, out: Path, title: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(svg(result, title), encoding="utf-8")
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+def serve_once(catalog: Catalog, trace: str, manager: str, with_: str = "reference") -> dict:
+    """Builds the engine and serves `trace` once, with no display: `check`'s short run. ServeError
+    or UsageError when it cannot."""
+    chosen = sources(catalog, Progress(), with_)
+    binary = build_engine(catalog, with_, chosen)
+    result = run(binary, trace, manager, catalog.limits.bench_timeout_seconds)
+    result["with"] = whose(chosen)
+    return result
+
+
+def serve_command(args, catalog: Catalog) -> bool:
+    if args.compare and args.manager:
+        raise UsageError("--compare serves the trace with all three managers: leave out --manager")
+    require_sources()
+    build.compilers_for(COMPILER)
+    talk = sys.stderr if args.json else sys.stdout     # --json keeps standard output for the JSON
+    out_dir = Path(args.out) if args.out else OUT
+    chosen = sources(catalog, Progress(), args.with_)
+    print(ui.paint(f"Building the serving engine optimised ({build.program(COMPILER)} -O2) with "
+                   + describe(chosen).replace("\n", "; and ") + "…", "dim"), file=talk, flush=True)
+    blame = any(s.yours for s in chosen)
+    try:
+        binary = build_engine(catalog, args.with_, chosen)
+        managers = COMPARED if args.compare else (args.manager or "prefix",)
+        results: dict[str, dict] = {}
+        kv_blocks = None
+        for manager in managers:
+            bar = ProgressBar(f"{manager:>7}")
+            result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, kv_blocks, bar, blame)
+            kv_blocks = result["kv_blocks"]   # the managers after the first get the very same budget
+            result["with"] = whose(chosen)
+            results[manager] = result
+            if args.compare and not args.json:
+                print(ui.paint(f"  {manager}: {result['tokens_per_second']:,.1f} tokens/s", "dim"), flush=True)
+    except ServeError as err:
+        print(ui.paint(str(err), "red"), file=talk)
+        return False
+
+    pictures = []
+    for manager, result in results.items():
+        name = f"timeline-{manager}.svg" if args.compare else "timeline.svg"
+        who = "your headers" if blame else "the references"
+        draw(result, out_dir / name, f"Serving timeline: {manager} manager, {who}")
+        pictures.append(out_dir / name)
+    if args.json:
+        listed = [results[m] for m in managers]
+        print(json.dumps(listed if args.compare else listed[0]))
+    else:
+        print()
+        print(compare_table(results) if args.compare else summary(results[managers[0]]))
+        print(ui.paint("\nTimeline" + ("s" if len(pictures) > 1 else "") + ": " + ", ".join(map(shown, pictures))
+                       + f" (open {'them' if len(pictures) > 1 else 'it'} in a browser)", "dim"))
+    wrong = [m for m, r in results.items() if r["matches_plain_engine"] is False]
+    unfinished = [m for m, r in results.items() if r["finished"] != r["requests"]]
+    if wrong:
+        print(ui.paint(_wrap(f"{ui.FAIL} {', '.join(wrong)}: " + MISMATCH), "red"), file=talk)
+        print(ui.indent(_wrap("Your headers are in the engine: serve `--with reference` to see the reference match, "
+                      "then judge yours again (`judge.py test N`); the KV cache manager (07) and the block pool "
+                      "(03) hand out the KV blocks." if blame else
+                      "This is the references' run: the kit itself is wrong; please report it."), "  ",
+                        max_lines=99), file=talk)
+    if unfinished:
+        print(ui.paint(f"{ui.FAIL} {', '.join(unfinished)}: the engine stopped with requests unfinished.", "red"),
+              file=talk)
+    return not wrong and not unfinished
