@@ -10,9 +10,11 @@ the allocators kept every request's memory apart. It draws the run's timeline as
 `reserve` (a request's whole KV taken at admission, as engines did before paging), `paged` (the
 KV cache manager with prefix caching off) and `prefix` (on), and sets them side by side.
 
-The binary's protocol (its arguments, the `progress <finished> <total>` lines on its standard
-error, its one JSON object on standard output) is written down in `serve.cpp`'s comment; the
-keys this module needs are KEYS and TIMELINE below."""
+The binary's protocol: `alloclab_serve [--trace chat|tiny] [--manager prefix|paged|reserve]
+[--kv-blocks N] [--progress]` prints one JSON object on standard output and exits 0 (a bad
+argument: a line on standard error, exit 2); with --progress it writes `progress <finished>
+<total>` lines on standard error as requests finish. The object's keys are KEYS, and its
+`timeline` holds the equal-length lists TIMELINE, one entry per engine step."""
 from __future__ import annotations
 
 import json

@@ -1,10 +1,12 @@
 """`check`: the maintainer's proof that the kit is sound. The judge's own unit tests pass, the
 catalog is valid, every reference passes every stage in every configuration with both
 compilers, every untouched skeleton compiles and fails every stage, every known mistake is
-caught by the test it names, and the learner's docs build without warnings and load in a
-browser with nothing broken."""
+caught by the test it names, the serving engine built on the references serves a short trace
+with every token equal to the plain engine's, and the learner's docs build without warnings and
+load in a browser with nothing broken."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -12,12 +14,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from ..learner import bench
+from ..learner import bench, serve
 from . import browser, docs
 from ..engine import build, process, sanitizers, judging
 from .. import ui
 from .lint import validate
-from ..model.catalog import ROOT, Catalog, Exercise
+from ..model.catalog import ROOT, Catalog, Exercise, shown
+from ..model.errors import UsageError
 from ..model.results import StageStatus, TestStatus, Verdict
 from .mistakes import Mistake, PatchError, materialize, mistakes
 
@@ -68,6 +71,7 @@ def check_command(args, catalog: Catalog) -> bool:
         futures = [pool.submit(_timed, fn, catalog, ex, arg, slots) for fn, ex, arg in jobs]
         for future in as_completed(futures):
             report(future.result())
+    report(_serve(catalog))
     if not args.no_docs:
         for item in _docs(catalog):
             report(item)
@@ -211,6 +215,27 @@ def _benchmarks(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
         return Item(False, what, f"no benchmark of {ex.bench_subject} in workload(s) {', '.join(lacking)}, "
                                  "so nothing can be compared there")
     return Item(bool(results), what, "" if results else "the benchmark binary ran no benchmark")
+
+
+def _serve(catalog: Catalog) -> Item:
+    """A short `serve --trace tiny --with reference`: the engine builds on the references (so a change to
+    any of them that breaks it shows), serves, and every request's tokens equal the plain engine's."""
+    what = ("the serving engine builds on the references and serves the tiny trace with every request's tokens "
+            "equal to the plain engine's (serve --trace tiny --with reference)")
+    if not serve.SOURCE.is_file():
+        return Item(None, what, f"the engine's sources ({shown(serve.SOURCE)}) are not in this tree yet")
+    start = time.monotonic()
+    try:
+        result = serve.serve_once(catalog, "tiny", "prefix", "reference")
+        serve.svg(result, "check")          # the timeline draws from what the engine printed
+    except (serve.ServeError, UsageError) as err:
+        return Item(False, what, str(err), time.monotonic() - start)
+    problems = []
+    if result["matches_plain_engine"] is not True:
+        problems.append(f"matches_plain_engine is {json.dumps(result['matches_plain_engine'])}: " + serve.MISMATCH)
+    if result["finished"] != result["requests"]:
+        problems.append(f"{result['finished']} of {result['requests']} requests finished")
+    return Item(not problems, what, "\n".join(problems), time.monotonic() - start)
 
 
 _IN_A_SLOT = (_skeleton, _mistake)

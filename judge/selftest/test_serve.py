@@ -1,0 +1,425 @@
+"""`serve`: the engine's JSON is checked against the protocol, the summary and the --compare table
+say what it measured, the timeline is a well-formed SVG with every series, the learner's headers
+are used only where they pass, and every failure (a compile error, a crash, a hang, output that
+cannot be read, tokens that differ from the plain engine's) is a message and an exit status,
+never a traceback. The engine is played by fixtures/fake_serve.py, which speaks its protocol."""
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import os
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from unittest import mock
+
+from lab import cli
+from lab.engine import build
+from lab.learner import serve
+from lab.model import catalog as cat
+from lab.model.errors import UsageError
+from lab.model.progress import Progress, digest
+from lab.model.results import Diagnostic
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FAKE = FIXTURES / "fake_serve.py"
+RESULT = json.loads((FIXTURES / "serve_result.json").read_text(encoding="utf-8"))
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def result(**changes) -> dict:
+    data = copy.deepcopy(RESULT)
+    data.update(changes)
+    return data
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class ParseTest(unittest.TestCase):
+    def test_the_fixture_is_read_whole(self):
+        data = serve.parse(json.dumps(RESULT))
+        self.assertTrue(data["matches_plain_engine"])
+        self.assertEqual(len(data["timeline"]["batch"]), data["steps"])
+
+    def test_a_plain_figure_may_be_null_and_a_match_may_be_unknown(self):
+        data = serve.parse(json.dumps(result(plain_heap_allocations_per_step=None, matches_plain_engine=None)))
+        self.assertIsNone(data["matches_plain_engine"])
+
+    def test_what_breaks_the_protocol_is_named(self):
+        broken_timeline = result()
+        broken_timeline["timeline"]["batch"] = broken_timeline["timeline"]["batch"][:-1]
+        missing = result()
+        del missing["kv_utilization"], missing["copies"]
+        cases = {
+            "[1, 2]": "not one JSON object",
+            json.dumps(missing): "lacks the keys kv_utilization, copies",
+            json.dumps(result(tokens_per_second="fast")): "tokens_per_second is 'fast'",
+            json.dumps(result(preemptions=True)): "preemptions is True",
+            json.dumps(result(heap_allocations_per_step=None)): "heap_allocations_per_step is None",
+            json.dumps(result(matches_plain_engine="yes")): "matches_plain_engine",
+            json.dumps(result(model=[])): "model is not an object",
+            json.dumps(result(timeline=[])): "timeline is not an object",
+            json.dumps(result(timeline=dict(RESULT["timeline"], preempted=None))): "timeline.preempted",
+            json.dumps(broken_timeline): "differ in length: running_blocks 48",
+        }
+        for text, said in cases.items():
+            with self.subTest(said=said), self.assertRaises(ValueError) as caught:
+                serve.parse(text)
+            self.assertIn(said, str(caught.exception))
+        with self.assertRaises(ValueError):
+            serve.parse("{not json")
+
+
+class SummaryTest(unittest.TestCase):
+    def test_every_figure_is_printed_with_the_plain_engines(self):
+        text = serve.summary(RESULT)
+        for expected in ("The tiny trace, prefix manager: 64 KV blocks of 16 tokens, the tiny model", "48 steps",
+                         "requests                12", "tokens/s                1,532.2", "mean batch              5.4",
+                         "peak running            8", "preemptions             2", "prefix hit rate         37.5 %",
+                         "KV utilization          91.2 %", "copies                  3", "device mallocs          4",
+                         "heap allocations/step   0.00", "the plain engine's    212",
+                         "tokens = plain engine's yes"):
+            self.assertIn(expected, text)
+
+    def test_a_mismatch_and_unfinished_requests_show(self):
+        text = serve.summary(result(matches_plain_engine=False, finished=10))
+        self.assertIn("tokens = plain engine's NO", text)
+        self.assertIn("12 (10 finished)", text)
+
+
+class CompareTest(unittest.TestCase):
+    def results(self, reserve=1000.0, paged=1600.0, prefix=2000.0, utilization=0.95) -> dict:
+        return {"reserve": result(manager="reserve", tokens_per_second=reserve, kv_utilization=0.41),
+                "paged": result(manager="paged", tokens_per_second=paged, kv_utilization=utilization),
+                "prefix": result(manager="prefix", tokens_per_second=prefix, heap_allocations_per_step=2.115)}
+
+    def test_the_managers_stand_side_by_side_in_their_order(self):
+        lines = serve.compare_table(self.results()).splitlines()
+        header = next(line for line in lines if "reserve" in line and "prefix" in line)
+        self.assertLess(header.index("reserve"), header.index("paged"))
+        self.assertLess(header.index("paged"), header.index("prefix"))
+        row = next(line for line in lines if line.strip().startswith("tokens/s"))
+        self.assertEqual(row.split()[1:], ["1,000.0", "1,600.0", "2,000.0"])
+
+    def test_the_ratios_are_measured_against_their_targets(self):
+        measured = {what: (value, met) for what, value, _, met in serve.ratios(self.results())}
+        self.assertAlmostEqual(measured["paged ÷ reserve, tokens/s"][0], 1.6)
+        self.assertAlmostEqual(measured["prefix ÷ paged, tokens/s"][0], 1.25)
+        self.assertEqual(measured["paged KV utilization"], (0.95, True))
+        self.assertTrue(measured["paged ÷ reserve, tokens/s"][1])
+        self.assertAlmostEqual(measured["prefix: heap allocations per step ÷ the plain engine's"][0], 0.01)
+        slow = {what: met for what, _, _, met in serve.ratios(self.results(paged=1200.0, prefix=1300.0,
+                                                                           utilization=0.8))}
+        self.assertEqual([slow["paged ÷ reserve, tokens/s"], slow["prefix ÷ paged, tokens/s"],
+                          slow["paged KV utilization"]], [False, False, False])
+        text = serve.compare_table(self.results())
+        self.assertIn("1.60×", text)
+        self.assertIn("1.25×", text)
+        self.assertIn("target ≥ 1.5×", text)
+
+    def test_a_missing_plain_figure_gives_no_ratio(self):
+        results = self.results()
+        results["paged"]["plain_heap_allocations_per_step"] = None
+        measured = {what: value for what, value, _, _ in serve.ratios(results)}
+        self.assertIsNone(measured["paged: heap allocations per step ÷ the plain engine's"])
+        self.assertIn("—", serve.compare_table(results))
+
+
+class TimelineTest(unittest.TestCase):
+    def draw(self, data: dict) -> ET.Element:
+        return ET.fromstring(serve.svg(data, "a <title> & more"))
+
+    def series(self, root: ET.Element) -> dict[str, ET.Element]:
+        return {e.get("data-series"): e for e in root.iter() if e.get("class") == "series"}
+
+    def test_is_well_formed_on_a_white_background_with_every_series(self):
+        root = self.draw(RESULT)
+        self.assertEqual(root.tag, SVG + "svg")
+        self.assertEqual(next(root.iter(SVG + "rect")).get("fill"), "#ffffff")
+        self.assertEqual(set(self.series(root)), {"used by running requests", "cached, used by no request",
+                                                  "free (idle in the pool)", "batch", "reserved",
+                                                  "reserved bytes", "allocated bytes"})
+        text = " ".join(root.itertext())
+        for label in ("a <title> & more", "KV blocks", "requests in the step (batch)", "MiB", "engine step",
+                      "a request preempted", "bytes allocated from it", "tokens equal to the plain engine's: yes"):
+            self.assertIn(label, text)
+
+    def test_the_stack_reaches_the_budget_and_every_preemption_is_marked(self):
+        root = self.draw(RESULT)
+        marks = [p for p in root.iter(SVG + "path") if "preempted" in "".join(p.itertext())]
+        self.assertEqual(len(marks), sum(1 for n in RESULT["timeline"]["preempted"] if n))
+        self.assertIn("64", [t.text for t in root.iter(SVG + "text")])   # the budget is the axis's top
+        one_point = self.series(root)["batch"].get("points").split()
+        self.assertEqual(len(one_point), 2 * RESULT["steps"])             # a level across each step
+
+    def test_a_long_run_is_drawn_with_no_more_points_than_pixels(self):
+        steps = 5000
+        long = result(steps=steps, timeline={k: [i % 7 for i in range(steps)] for k in serve.TIMELINE})
+        root = self.draw(long)
+        batch = self.series(root)["batch"].get("points").split()
+        self.assertLessEqual(len(batch), 2 * serve._PLOT)
+        self.assertIn("each point the mean of about", " ".join(root.itertext()))
+
+    def test_an_empty_timeline_still_draws(self):
+        root = self.draw(result(steps=0, timeline={k: [] for k in serve.TIMELINE}))
+        self.assertEqual(self.series(root), {})
+
+
+class SourcesTest(unittest.TestCase):
+    def setUp(self):
+        self.catalog = cat.load()
+        self.folder = tempfile.TemporaryDirectory()
+        self.progress = Progress(Path(self.folder.name) / "progress.json")
+
+    def tearDown(self):
+        self.folder.cleanup()
+
+    def test_only_a_header_that_passes_as_it_is_now_goes_in(self):
+        first, second, third = self.catalog.exercises[:3]
+        self.progress.record(first, True, None, file_hash=digest(first.exercise_file))
+        self.progress.record(second, True, None, file_hash="another version")
+        self.progress.record(third, False, 2, file_hash=digest(third.exercise_file))
+        chosen = {s.exercise.id: s for s in serve.sources(self.catalog, self.progress, "yours")}
+        self.assertTrue(chosen[first.id].yours)
+        self.assertEqual(chosen[first.id].folder, first.exercise_file.parent)
+        self.assertFalse(chosen[second.id].yours)
+        self.assertIn(f"changed since it passed: `judge.py test {second.id}`", chosen[second.id].why)
+        self.assertEqual(chosen[third.id].why, "not passed yet (stage 2)")
+        self.assertEqual(chosen[third.id].folder, third.solution_file.parent)
+        said = serve.describe(list(chosen.values()))
+        self.assertIn(f"your headers: {first.id:02d} {first.header}", said)
+        self.assertEqual(serve.whose(list(chosen.values()))[first.name], "yours")
+        self.assertEqual(serve.whose(list(chosen.values()))[third.name], "reference")
+
+    def test_every_exercise_gets_its_folder_named_so_that_no_tree_keeps_an_old_one(self):
+        first = self.catalog.exercises[0]
+        self.progress.record(first, True, None, file_hash=digest(first.exercise_file))
+        for with_ in ("yours", "reference"):
+            variables = serve.cache_variables(serve.sources(self.catalog, self.progress, with_))
+            self.assertEqual(set(variables), {f"ALLOCLAB_SERVE_{ex.id:02d}" for ex in self.catalog.exercises})
+            self.assertTrue(all(Path(v).is_absolute() and Path(v).is_dir() for v in variables.values()))
+            mine = variables[f"ALLOCLAB_SERVE_{first.id:02d}"]
+            self.assertEqual(mine, str((first.exercise_file if with_ == "yours" else first.solution_file).parent))
+        self.assertEqual(serve.describe(serve.sources(self.catalog, self.progress, "reference")),
+                         "the reference for every exercise (--with reference)")
+
+
+class CompileErrorTest(unittest.TestCase):
+    def setUp(self):
+        self.catalog = cat.load()
+        self.first = self.catalog.exercises[0]
+        self.chosen = [serve.Source(ex, ex is self.first) for ex in self.catalog.exercises]
+
+    def failed(self, file: str) -> build.BuildResult:
+        return build.BuildResult(False, 1.0, [
+            Diagnostic(str(serve.ENGINE / "engine.hpp"), 3, 1, "warning", "unused"),
+            Diagnostic(file, 12, 5, "error", "no member named 'reset'", ["   12 |   a.reset();", "      |     ^"])])
+
+    def test_an_error_in_the_learners_header_names_it_as_test_does(self):
+        message, yours = serve.compile_problem(self.failed(str(self.first.exercise_file)), self.chosen)
+        self.assertTrue(yours)
+        self.assertIn(f"Your {self.first.header} (exercise 01) does not compile in the engine", message)
+        self.assertIn(f"exercises/{self.first.name}/{self.first.header}:12:5: error: no member named 'reset'", message)
+        self.assertIn("a.reset();", message)
+        self.assertIn("--with reference", message)
+        self.assertNotIn("Traceback", message)
+
+    def test_an_error_elsewhere_names_the_engine(self):
+        message, yours = serve.compile_problem(self.failed(str(serve.ENGINE / "scheduler.hpp")), self.chosen)
+        self.assertIn("The serving engine does not compile with your headers", message)
+        self.assertIn("judge/engine/scheduler.hpp:12:5", message)
+        reference = [serve.Source(ex, False) for ex in self.catalog.exercises]
+        message, yours = serve.compile_problem(self.failed(str(serve.ENGINE / "scheduler.hpp")), reference)
+        self.assertFalse(yours)
+        self.assertNotIn("your headers", message)
+
+    def test_a_failure_with_no_diagnostic_says_what_the_build_said(self):
+        message, _ = serve.compile_problem(build.BuildResult(False, 1.0, [], "CMake could not configure"),
+                                           self.chosen)
+        self.assertEqual(message, "The serving engine could not be built: CMake could not configure")
+
+
+class RunTest(unittest.TestCase):
+    def run_fake(self, mode: str = "", timeout: float = 30, **kwargs) -> dict:
+        with mock.patch.dict(os.environ, {"FAKE_SERVE": mode}):
+            return serve.run(FAKE, "tiny", "paged", timeout, **kwargs)
+
+    def test_a_run_reads_the_object_and_draws_its_progress(self):
+        terminal = Terminal()
+        bar = serve.ProgressBar("  paged", terminal)
+        data = self.run_fake(bar=bar, kv_blocks=99)
+        self.assertEqual((data["manager"], data["trace"], data["kv_blocks"]), ("paged", "tiny", 99))
+        self.assertEqual(bar.last, (12, 12))
+        drawn = terminal.getvalue()
+        self.assertIn("[" + "#" * 24 + "] 12/12 requests finished", drawn)
+        self.assertTrue(drawn.endswith("\r\033[K"))   # the bar is wiped before the summary
+
+    def test_no_bar_is_drawn_where_no_terminal_is(self):
+        pipe = io.StringIO()
+        bar = serve.ProgressBar("  paged", pipe)
+        self.run_fake(bar=bar)
+        self.assertEqual(pipe.getvalue(), "")
+        self.assertEqual(bar.last, (12, 12))
+
+    def test_every_failure_is_a_message(self):
+        cases = {
+            "crash": ("crashed (SIGSEGV) serving the tiny trace with the paged manager", "engine.hpp:12"),
+            "fail": ("failed (exit status 3)", "the KV budget holds no request"),
+            "badarg": ("refused its arguments (--trace tiny --manager paged --progress)", "bad argument"),
+            "badjson": ("output cannot be read", ""),
+            "missingkey": ("timeline.batch is not a list of numbers", ""),
+        }
+        for mode, (said, stderr) in cases.items():
+            with self.subTest(mode=mode), self.assertRaises(serve.ServeError) as caught:
+                self.run_fake(mode)
+            self.assertIn(said, str(caught.exception))
+            self.assertIn(stderr, str(caught.exception))
+            self.assertNotIn("progress 12 12", str(caught.exception))   # progress is no message
+
+    def test_a_crash_with_the_learners_headers_points_at_the_reference(self):
+        with self.assertRaises(serve.ServeError) as caught:
+            self.run_fake("crash", blame_learner=True)
+        self.assertTrue(caught.exception.yours)
+        self.assertIn("with your headers: `--with reference`", str(caught.exception))
+
+    def test_a_hang_is_stopped(self):
+        with self.assertRaises(serve.ServeError) as caught:
+            self.run_fake("hang", timeout=1.5)
+        self.assertIn("did not finish the tiny trace in 1.5 s", str(caught.exception))
+
+    def test_a_missing_binary_is_a_message(self):
+        with self.assertRaises(serve.ServeError) as caught:
+            serve.run(FIXTURES / "no-such-binary", "tiny", "paged", 5)
+        self.assertIn("cannot be started", str(caught.exception))
+
+
+class CommandTest(unittest.TestCase):
+    """The whole verb, with the fake in place of the built engine."""
+
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.out = Path(self.folder.name) / "out"
+        self.log = Path(self.folder.name) / "argv.log"
+        progress = Progress(Path(self.folder.name) / "progress.json")
+        for patch in (mock.patch.object(serve, "build_engine", lambda *a, **k: FAKE),
+                      mock.patch.object(serve, "require_sources", lambda: None),
+                      mock.patch.object(serve, "Progress", lambda: progress),
+                      mock.patch.object(build, "compilers_for", lambda choice: (choice,)),
+                      mock.patch.dict(os.environ, {"FAKE_SERVE_LOG": str(self.log), "FAKE_SERVE": ""})):
+            patch.start()
+            self.addCleanup(patch.stop)
+
+    def tearDown(self):
+        self.folder.cleanup()
+
+    def serve(self, *argv: str) -> tuple[bool, str, str]:
+        args = cli._parser(["serve"]).parse_args(["serve", "--out", str(self.out), *argv])
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            ok = serve.serve_command(args, cat.load())
+        return ok, out.getvalue(), err.getvalue()
+
+    def test_a_run_prints_its_summary_and_draws_its_timeline(self):
+        ok, out, _ = self.serve("--trace", "tiny")
+        self.assertTrue(ok)
+        self.assertIn("the reference for", out)
+        self.assertIn("tokens = plain engine's yes", out)
+        self.assertIn("timeline.svg", out)
+        ET.parse(self.out / "timeline.svg")
+        self.assertIn("--trace tiny --manager prefix --progress", self.log.read_text())
+
+    def test_json_is_one_object_with_whose_headers(self):
+        ok, out, err = self.serve("--json", "--manager", "reserve", "--with", "reference")
+        self.assertTrue(ok)
+        data = json.loads(out)
+        self.assertEqual(data["manager"], "reserve")
+        self.assertEqual(set(data["with"].values()), {"reference"})
+        self.assertEqual(len(data["with"]), len(cat.load().exercises))
+        self.assertIn("Building the serving engine", err)   # what it says goes to standard error
+
+    def test_compare_serves_three_managers_on_one_budget(self):
+        ok, out, _ = self.serve("--compare", "--json")
+        self.assertTrue(ok)
+        data = json.loads(out)
+        self.assertEqual([d["manager"] for d in data], ["reserve", "paged", "prefix"])
+        runs = self.log.read_text().splitlines()
+        self.assertEqual(len(runs), 3)
+        self.assertNotIn("--kv-blocks", runs[0])
+        self.assertTrue(all(f"--kv-blocks {RESULT['kv_blocks']}" in r for r in runs[1:]))
+        self.assertEqual(sorted(p.name for p in self.out.iterdir()),
+                         ["timeline-paged.svg", "timeline-prefix.svg", "timeline-reserve.svg"])
+        ok, out, _ = self.serve("--compare")
+        self.assertIn("paged ÷ reserve, tokens/s", out)
+
+    def test_tokens_that_differ_fail_and_say_what_it_means(self):
+        with mock.patch.dict(os.environ, {"FAKE_SERVE": "mismatch"}):
+            ok, out, err = self.serve()
+            self.assertFalse(ok)
+            self.assertIn("read KV it did not write", out)
+            ok, out, err = self.serve("--json")
+        self.assertFalse(ok)
+        self.assertFalse(json.loads(out)["matches_plain_engine"])   # the figures are still printed
+        self.assertIn("read KV it did not write", err)
+
+    def test_a_crash_fails_with_a_message(self):
+        with mock.patch.dict(os.environ, {"FAKE_SERVE": "crash"}):
+            ok, out, _ = self.serve()
+        self.assertFalse(ok)
+        self.assertIn("crashed (SIGSEGV)", out)
+
+    def test_usage_errors(self):
+        with self.assertRaises(UsageError) as caught:
+            self.serve("--compare", "--manager", "paged")
+        self.assertIn("leave out --manager", str(caught.exception))
+        mock.patch.stopall()
+        with mock.patch.object(serve, "SOURCE", serve.ENGINE / "no-such-file.cpp"), \
+                self.assertRaises(UsageError) as caught:
+            self.serve()
+        self.assertIn("are not in this tree", str(caught.exception))
+
+    def test_it_is_a_learners_command(self):
+        command = next(c for c in cli.COMMANDS if c.name == "serve")
+        self.assertFalse(command.maintainers_only)
+        self.assertEqual(command.handler, "learner.serve:serve_command")
+
+
+class CheckStepTest(unittest.TestCase):
+    """`check`'s short serve run: skipped, with the reason, until the engine is in the tree."""
+
+    def step(self, outcome=None, error: Exception | None = None, present: bool = True):
+        def serve_once(*args):
+            if error:
+                raise error
+            return outcome
+        from lab.maintainer import check
+        source = FAKE if present else serve.ENGINE / "no-such-file.cpp"
+        with mock.patch.object(serve, "SOURCE", source), mock.patch.object(serve, "serve_once", serve_once):
+            return check._serve(cat.load())
+
+    def test_it_is_skipped_with_a_reason_without_the_engine(self):
+        item = self.step(present=False)
+        self.assertIsNone(item.ok)
+        self.assertIn("judge/engine/no-such-file.cpp) are not in this tree yet", item.detail)
+
+    def test_it_passes_only_when_every_token_matches(self):
+        self.assertTrue(self.step(result()).ok)
+        for wrong in (result(matches_plain_engine=False), result(matches_plain_engine=None), result(finished=3)):
+            item = self.step(wrong)
+            self.assertFalse(item.ok)
+            self.assertTrue("read KV it did not write" in item.detail or "3 of 12 requests finished" in item.detail)
+
+    def test_a_failed_build_or_run_fails_with_its_message(self):
+        item = self.step(error=serve.ServeError("The serving engine does not compile: x.hpp:1:1: error: boom"))
+        self.assertFalse(item.ok)
+        self.assertIn("error: boom", item.detail)
+        self.assertFalse(self.step(error=UsageError("clang++ not found")).ok)
+
+
+if __name__ == "__main__":
+    unittest.main()
