@@ -190,10 +190,12 @@ def _resolved(file: str) -> Path | None:
 
 # ---- the run --------------------------------------------------------------------------------
 
+PROGRESS_LINE = re.compile(r"^progress (\d+) (\d+)\s*$")
+
+
 class ProgressBar:
     """The run's progress from the binary's `progress <finished> <total>` lines, drawn on one
     line of the terminal (standard error, so that --json's standard output stays one object)."""
-    _LINE = re.compile(r"^progress (\d+) (\d+)\s*$")
 
     def __init__(self, label: str, stream=None):
         self.label = label
@@ -203,7 +205,7 @@ class ProgressBar:
         self.last: tuple[int, int] | None = None
 
     def line(self, text: str) -> None:
-        m = self._LINE.match(text)
+        m = PROGRESS_LINE.match(text)
         if not m:
             return
         self.last = (int(m.group(1)), int(m.group(2)))
@@ -241,7 +243,7 @@ def run(binary: Path, trace: str, manager: str, timeout: float, kv_blocks: int |
         if bar:
             bar.close()
     said = "\n".join(line for line in result.stderr.text().splitlines()
-                     if not ProgressBar._LINE.match(line)).strip()
+                     if not PROGRESS_LINE.match(line)).strip()
     said = ("\n" + ui.indent(said[-2000:], "  ", max_lines=12, more="")) if said else ""
     suspects = (" with your headers: `--with reference` shows whether the reference does the same" if blame_learner
                 else "")
