@@ -373,6 +373,20 @@ class CommandTest(unittest.TestCase):
         self.assertFalse(ok)
         self.assertIn("crashed (SIGSEGV)", out)
 
+    def test_a_budget_not_kept_stops_the_comparison(self):
+        with mock.patch.object(serve, "run", side_effect=[result(manager="reserve"),
+                                                          result(manager="paged", kv_blocks=65)]):
+            ok, out, _ = self.serve("--compare")
+        self.assertFalse(ok)
+        self.assertIn("asked for 64 KV blocks and used 65 with the paged manager", out)
+
+    def test_a_timeline_that_cannot_be_written_is_a_message(self):
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.out.write_text("a file where the folder should be")
+        with self.assertRaises(UsageError) as caught:
+            self.serve()
+        self.assertIn("cannot write the timeline", str(caught.exception))
+
     def test_usage_errors(self):
         with self.assertRaises(UsageError) as caught:
             self.serve("--compare", "--manager", "paged")

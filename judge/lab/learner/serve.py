@@ -684,6 +684,10 @@ def serve_command(args, catalog: Catalog) -> bool:
         for manager in managers:
             bar = ProgressBar(f"{manager:>7}")
             result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, kv_blocks, bar, blame)
+            if kv_blocks is not None and result["kv_blocks"] != kv_blocks:
+                raise ServeError(f"the serving engine was asked for {kv_blocks} KV blocks and used "
+                                 f"{result['kv_blocks']} with the {manager} manager, so the managers cannot be "
+                                 "compared")
             kv_blocks = result["kv_blocks"]   # the managers after the first get the very same budget
             result["with"] = whose(chosen)
             results[manager] = result
@@ -694,17 +698,22 @@ def serve_command(args, catalog: Catalog) -> bool:
         return False
 
     pictures = []
+    mine = [f"{s.exercise.id:02d}" for s in chosen if s.yours]
+    who = f"your headers for {', '.join(mine)}" if mine else "the references"
     for manager, result in results.items():
-        name = f"timeline-{manager}.svg" if args.compare else "timeline.svg"
-        who = "your headers" if blame else "the references"
-        draw(result, out_dir / name, f"Serving timeline: {manager} manager, {who}")
-        pictures.append(out_dir / name)
+        picture = out_dir / (f"timeline-{manager}.svg" if args.compare else "timeline.svg")
+        try:
+            draw(result, picture, f"Serving timeline: {manager} manager, {who}")
+        except OSError as err:
+            raise UsageError(f"cannot write the timeline {shown(picture)}: {err.strerror or err}") from None
+        pictures.append(picture)
     if args.json:
         listed = [results[m] for m in managers]
         print(json.dumps(listed if args.compare else listed[0]))
     else:
         print()
         print(compare_table(results) if args.compare else summary(results[managers[0]]))
+        print(ui.paint("Built with " + describe(chosen).replace("\n", "; and ") + ".", "dim"))
         print(ui.paint("\nTimeline" + ("s" if len(pictures) > 1 else "") + ": " + ", ".join(map(shown, pictures))
                        + f" (open {'them' if len(pictures) > 1 else 'it'} in a browser)", "dim"))
     wrong = [m for m, r in results.items() if r["matches_plain_engine"] is False]
