@@ -515,7 +515,7 @@ def svg(result: dict, title: str) -> str:
             upper = [a + b for a, b in zip(lower, values)]
             out.append(_band(lower, upper, x, y1, colour, name))
             lower = upper
-        out.append(_line(batch, x, yb, _BATCH, "batch", width=1.4))
+        out.append(_line(batch, x, yb, _BATCH, "batch", width=1.2))
         for i, count in enumerate(preempted):
             if count:
                 cx = x(i)
