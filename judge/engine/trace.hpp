@@ -1,0 +1,64 @@
+// The workload: seeded traces of chat requests that arrive over time.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "random.hpp"
+
+namespace alloclab::engine {
+
+struct TraceRequest {
+  int arrival_step;         // the engine step at which the request arrives
+  std::vector<int> prompt;  // a shared system prompt, then the user's turn
+  int new_tokens;           // how many tokens it generates: the trace's stand-in for EOS
+  int samples;              // parallel samples (n > 1: the prompt is shared by fork)
+  std::uint64_t seed;       // the sampler's seed
+};
+
+struct Trace {
+  const char* name;
+  std::vector<TraceRequest> requests;
+  int max_new_tokens;  // the cap every request is sent with (an API's max_tokens)
+};
+
+/// `chat`: 240 requests, one or two arriving per step on average over the first ~160 steps
+/// (faster than any manager serves them, so the queue never runs dry and tokens/s measures
+/// the engine, not the arrivals). Every prompt starts with one of four system prompts
+/// (64-160 tokens), then a user turn of 16-128 tokens, shorter ones likelier. Each request
+/// generates 32-128 tokens, usually far fewer than the cap of 128 it was sent with; one in
+/// ten asks for 3 parallel samples.
+///
+/// `tiny`: 12 requests over a handful of steps, two system prompts, short turns, for tests.
+[[nodiscard]] inline Trace make_trace(std::string_view name, int vocab, std::uint64_t seed = 7) {
+  const bool tiny = name == "tiny";
+  SplitMix rng(seed ^ (tiny ? 0x7141ull : 0xC4A7ull));
+  Trace t{tiny ? "tiny" : "chat", {}, tiny ? 16 : 128};
+  const int systems = tiny ? 2 : 4;
+  std::vector<std::vector<int>> system(static_cast<std::size_t>(systems));
+  for (auto& s : system) {
+    s.resize(static_cast<std::size_t>(tiny ? rng.range(8, 16) : rng.range(64, 160)));
+    for (int& tok : s) tok = static_cast<int>(rng.next() % static_cast<std::uint64_t>(vocab));
+  }
+  const int count = tiny ? 12 : 240;
+  int step = 0;
+  for (int i = 0; i < count; ++i) {
+    TraceRequest r;
+    step += tiny ? rng.range(0, 2) : rng.range(0, 1) + (rng.range(0, 3) == 0 ? 1 : 0);
+    r.arrival_step = step;
+    r.prompt = system[static_cast<std::size_t>(rng.range(0, systems - 1))];
+    // User turns: the square of a uniform number skews them short, as chat turns are.
+    const float u = rng.unit();
+    const int turn = tiny ? rng.range(2, 10) : 16 + static_cast<int>(u * u * 112.0f);
+    for (int j = 0; j < turn; ++j) r.prompt.push_back(static_cast<int>(rng.next() % static_cast<std::uint64_t>(vocab)));
+    const float g = rng.unit();
+    r.new_tokens = tiny ? rng.range(4, t.max_new_tokens) : 32 + static_cast<int>(g * g * 96.0f);
+    r.samples = (tiny ? i % 4 == 1 : rng.range(0, 9) == 0) ? 3 : 1;
+    r.seed = rng.next();
+    t.requests.push_back(std::move(r));
+  }
+  return t;
+}
+
+}  // namespace alloclab::engine
