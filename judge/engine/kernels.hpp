@@ -10,10 +10,10 @@
 // matmuls, atomics); the rule here is the same one batch-invariant GPU kernels follow: a
 // row's sums always run in one fixed order that depends only on the row's length.
 //
-// How: every reduction runs over 16-float vector lanes in a fixed stride, then the 16 lanes
-// are added in one fixed tree. Every matrix product goes through one function, `dot4`, four
-// rows at a time; a batch that is not a multiple of four is padded with a row of zeros, so
-// that no row ever takes a different code path (a tail loop could be compiled differently).
+// How: a matrix product keeps two accumulator lanes per output (even and odd inputs), each adding in
+// index order, so tiling the batch differently changes which rows share a load, never a
+// row's sums. Other reductions (norms, attention scores) run over 16-float lanes in a fixed
+// stride, then add the 16 lanes in one fixed tree.
 #pragma once
 
 #include <algorithm>
@@ -38,52 +38,77 @@ inline void load16(f32x16& v, const float* p) noexcept { std::memcpy(&v, p, size
   return a[0];
 }
 
-/// Four dot products of length k (a multiple of 32) against one weight row `w`: the weight
-/// row is loaded once for the four, which is what makes the product cheaper per row as the
-/// batch grows. Each row keeps two accumulators (even and odd 16-float chunks), enough
-/// independent sums to keep the FMA units busy, and the same two for every row.
-inline void dot4(const float* w, const float* const x[4], int k, float out[4]) noexcept {
-  f32x16 acc[4][2] = {};
-  for (int i = 0; i < k; i += 32) {
-    f32x16 w0, w1;
-    load16(w0, w + i);
-    load16(w1, w + i + 16);
-    for (int r = 0; r < 4; ++r) {
-      f32x16 x0, x1;
-      load16(x0, x[r] + i);
-      load16(x1, x[r] + i + 16);
-      acc[r][0] += w0 * x0;
-      acc[r][1] += w1 * x1;
+/// The weights of a matrix with n outputs and k inputs are stored in panels of 32 outputs:
+/// panel p holds, for each input i in order, the 32 weights of outputs 32p..32p+31 (n a
+/// multiple of 32). A panel is one contiguous run of k * 32 floats, read front to back.
+inline constexpr int kPanel = 32;
+
+[[nodiscard]] inline std::size_t panel_index(int n_out, int k, int j, int i) noexcept {
+  (void)n_out;
+  return (static_cast<std::size_t>(j / kPanel) * static_cast<std::size_t>(k) + static_cast<std::size_t>(i)) * kPanel +
+         static_cast<std::size_t>(j % kPanel);
+}
+
+/// R rows of X times one panel: out[r][0..32) = sum over i of X[r][i] * P[i][0..32). Each
+/// output is one lane of two accumulators, one for the even inputs and one for the odd,
+/// each summed in input order, then added: the same chain of roundings whatever R is and
+/// whichever rows share the tile, so a row's result depends on nothing but the row. Two
+/// chains per output keep a single row from waiting on the latency of one long chain of
+/// FMAs. The panel's vectors are loaded once per input for the R rows: the more rows, the
+/// less each costs.
+template <int R>
+inline void panel_tile(const float* P, const float* const x[R], int k, float* const y[R]) noexcept {
+  f32x16 even[R][2] = {}, odd[R][2] = {};
+  for (int i = 0; i < k; i += 2) {
+    f32x16 w0, w1, w2, w3;
+    load16(w0, P + static_cast<std::size_t>(i) * kPanel);
+    load16(w1, P + static_cast<std::size_t>(i) * kPanel + 16);
+    load16(w2, P + static_cast<std::size_t>(i + 1) * kPanel);
+    load16(w3, P + static_cast<std::size_t>(i + 1) * kPanel + 16);
+    for (int r = 0; r < R; ++r) {
+      const f32x16 a = f32x16{} + x[r][i], b = f32x16{} + x[r][i + 1];  // broadcasts
+      even[r][0] += a * w0;
+      even[r][1] += a * w1;
+      odd[r][0] += b * w2;
+      odd[r][1] += b * w3;
     }
   }
-  for (int r = 0; r < 4; ++r) {
-    const f32x16 s = acc[r][0] + acc[r][1];
-    out[r] = lane_sum(s);
+  for (int r = 0; r < R; ++r) {
+    const f32x16 lo = even[r][0] + odd[r][0], hi = even[r][1] + odd[r][1];
+    std::memcpy(y[r], &lo, sizeof(f32x16));
+    std::memcpy(y[r] + 16, &hi, sizeof(f32x16));
   }
 }
 
-/// Y[m x n] = X[m x k] times W[n x k] transposed (W stored as n rows of k: each output
-/// feature's weights are contiguous). `zeros` holds at least k zeros, the padding row.
+template <int R>
+inline void panel_rows(const float* P, const float* X, int r, int k, float* Y, int n, int j0) noexcept {
+  const float* x[R];
+  float* y[R];
+  for (int t = 0; t < R; ++t) {
+    x[t] = X + static_cast<std::size_t>(r + t) * static_cast<std::size_t>(k);
+    y[t] = Y + static_cast<std::size_t>(r + t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j0);
+  }
+  panel_tile<R>(P, x, k, y);
+}
+
+/// Y[m x n] = X[m x k] times W, W in panels (see panel_index). k and n multiples of 32.
 ///
-/// The loop order is weight-stationary: for each weight row, every batch row. So a decode
-/// step with m rows reads each weight from memory once, not m times, and its cost stays the
-/// cost of streaming the weights until m is large enough for the arithmetic to dominate:
-/// decode is memory-bound, as on a GPU. Rows are taken 64 at a time so that their inputs
-/// (64 x k floats) stay in the L2 cache while the weights stream past.
-inline void matmul(const float* X, int m, int k, const float* W, int n, float* Y, const float* zeros) noexcept {
+/// The loop order is weight-stationary: for each panel, every batch row. So a decode step
+/// with m rows reads each weight from memory once, not m times, and its cost stays the cost
+/// of streaming the weights until m is large enough for the arithmetic to dominate: decode
+/// is memory-bound, as on a GPU. Rows go 4 at a time (then 2, 1 for the rest; the same
+/// arithmetic per row), and 64 rows at most per pass over the weights, so that their inputs
+/// stay in the L2 cache while the panels stream past.
+inline void matmul(const float* X, int m, int k, const float* W, int n, float* Y) noexcept {
   constexpr int kRowBlock = 64;
   for (int r0 = 0; r0 < m; r0 += kRowBlock) {
     const int r1 = std::min(m, r0 + kRowBlock);
-    for (int j = 0; j < n; ++j) {
-      const float* w = W + static_cast<std::size_t>(j) * static_cast<std::size_t>(k);
-      for (int r = r0; r < r1; r += 4) {
-        const float* x[4];
-        for (int t = 0; t < 4; ++t)
-          x[t] = r + t < r1 ? X + static_cast<std::size_t>(r + t) * static_cast<std::size_t>(k) : zeros;
-        float out[4];
-        dot4(w, x, k, out);
-        for (int t = 0; t < 4 && r + t < r1; ++t) Y[static_cast<std::size_t>(r + t) * static_cast<std::size_t>(n) + j] = out[t];
-      }
+    for (int j0 = 0; j0 < n; j0 += kPanel) {
+      const float* P = W + static_cast<std::size_t>(j0) * static_cast<std::size_t>(k);
+      int r = r0;
+      for (; r + 4 <= r1; r += 4) panel_rows<4>(P, X, r, k, Y, n, j0);
+      if (r + 2 <= r1) { panel_rows<2>(P, X, r, k, Y, n, j0); r += 2; }
+      if (r < r1) panel_rows<1>(P, X, r, k, Y, n, j0);
     }
   }
 }

@@ -100,7 +100,6 @@ class Model {
     final_norm_ = take(H);
     lm_head_ = take(V * H);
     w_.resize(at);
-    zeros_.assign(std::max({H, Q, I}), 0.0f);
 
     // Uniform weights with the variance of a fan-in initialisation; norms start at one.
     std::uint64_t tensor = 0;
@@ -166,13 +165,12 @@ class Model {
       std::copy_n(&w_[embed_ + static_cast<std::size_t>(b.tokens[r]) * static_cast<std::size_t>(H)], H,
                   x + static_cast<std::size_t>(r) * static_cast<std::size_t>(H));
 
-    const float* zeros = zeros_.data();
     for (int l = 0; l < c_.layers; ++l) {
       const Layer& L = layers_[static_cast<std::size_t>(l)];
       for (int r = 0; r < b.rows; ++r) rms_norm(row(x, r, H), &w_[L.attn_norm], H, c_.rms_eps, row(xn, r, H));
-      matmul(xn, b.rows, H, &w_[L.wq], Q, q, zeros);
-      matmul(xn, b.rows, H, &w_[L.wk], KV, k, zeros);
-      matmul(xn, b.rows, H, &w_[L.wv], KV, v, zeros);
+      matmul(xn, b.rows, H, &w_[L.wq], Q, q);
+      matmul(xn, b.rows, H, &w_[L.wk], KV, k);
+      matmul(xn, b.rows, H, &w_[L.wv], KV, v);
       for (int r = 0; r < b.rows; ++r) {
         const float* cs = &rope_[static_cast<std::size_t>(b.positions[r]) * static_cast<std::size_t>(d)];
         for (int h = 0; h < c_.heads; ++h) rope(row(q, r, Q) + h * d, d, cs);
@@ -184,14 +182,14 @@ class Model {
         std::copy_n(row(v, r, KV), KV, kd + b.layout.v_offset);
       }
       for (int r = 0; r < b.rows; ++r) attend(b, l, r, row(q, r, Q), scores, row(att, r, Q));
-      matmul(att, b.rows, Q, &w_[L.wo], H, xn, zeros);
+      matmul(att, b.rows, Q, &w_[L.wo], H, xn);
       for (std::size_t i = 0; i < rows * static_cast<std::size_t>(H); ++i) x[i] += xn[i];
 
       for (int r = 0; r < b.rows; ++r) rms_norm(row(x, r, H), &w_[L.mlp_norm], H, c_.rms_eps, row(xn, r, H));
-      matmul(xn, b.rows, H, &w_[L.wg], I, g, zeros);
-      matmul(xn, b.rows, H, &w_[L.wu], I, u, zeros);
+      matmul(xn, b.rows, H, &w_[L.wg], I, g);
+      matmul(xn, b.rows, H, &w_[L.wu], I, u);
       swiglu(g, u, b.rows * I);
-      matmul(g, b.rows, I, &w_[L.wd], H, xn, zeros);
+      matmul(g, b.rows, I, &w_[L.wd], H, xn);
       for (std::size_t i = 0; i < rows * static_cast<std::size_t>(H); ++i) x[i] += xn[i];
     }
 
@@ -202,7 +200,7 @@ class Model {
     for (int i = 0; i < b.logit_count; ++i)
       rms_norm(row(x, b.logit_rows[i], H), &w_[final_norm_], H, c_.rms_eps, row(last, i, H));
     float* logits = ws.floats(std::max<std::size_t>(n, 1) * static_cast<std::size_t>(c_.vocab));
-    matmul(last, b.logit_count, H, &w_[lm_head_], c_.vocab, logits, zeros);
+    matmul(last, b.logit_count, H, &w_[lm_head_], c_.vocab, logits);
     return logits;
   }
 
@@ -252,7 +250,6 @@ class Model {
 
   ModelConfig c_;
   aligned_vector<float> w_;      // every weight, 64-byte aligned
-  aligned_vector<float> zeros_;  // the kernels' padding row
   std::vector<float> rope_;
   std::size_t embed_ = 0, final_norm_ = 0, lm_head_ = 0;
   std::vector<Layer> layers_;

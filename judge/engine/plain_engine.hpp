@@ -40,7 +40,7 @@ inline Outputs run_plain(const Model& model, const Trace& trace, RunStats* stats
     std::vector<int> tokens;
     std::vector<float> kv;  // [position][layer][K, V][kv_dim], contiguous
   };
-  constexpr std::size_t kGroup = 32;
+  constexpr std::size_t kGroup = 64;
   for (std::size_t g0 = 0; g0 < trace.requests.size(); g0 += kGroup) {
     std::vector<Seq> live;
     for (std::size_t ri = g0; ri < std::min(trace.requests.size(), g0 + kGroup); ++ri) {
@@ -57,13 +57,13 @@ inline Outputs run_plain(const Model& model, const Trace& trace, RunStats* stats
       BatchView b{n, r.prompt.data(), positions.data(), positions.data(), seq_of_row.data(), seqs.data(), layout, 1, &last};
       VectorWorkspace ws;
       const float* logits = model.forward(b, ws);
-      std::vector<float> weights(static_cast<std::size_t>(c.vocab));
-      const double total = softmax_weights(logits, c.vocab, weights.data());
+      TopK top;
+      top_k(logits, c.vocab, top);
       // Parallel samples: each a full copy of the prompt's KV.
       for (int smp = 0; smp < r.samples; ++smp) {
         Seq copy = s;
         copy.sample = smp;
-        copy.tokens.push_back(draw_token(weights.data(), c.vocab, total, r.seed, smp, n));
+        copy.tokens.push_back(draw_token(top, r.seed, smp, n));
         live.push_back(std::move(copy));
       }
       if (heap_count) allocs.push_back(heap_count() - before);
@@ -95,11 +95,10 @@ inline Outputs run_plain(const Model& model, const Trace& trace, RunStats* stats
       const float* logits = model.forward(b, ws);
       for (int i = 0; i < rows; ++i) {
         Seq& s = *batch[static_cast<std::size_t>(i)];
-        std::vector<float> weights(static_cast<std::size_t>(c.vocab));
-        const float* row = logits + static_cast<std::size_t>(i) * static_cast<std::size_t>(c.vocab);
-        const double total = softmax_weights(row, c.vocab, weights.data());
+        TopK top;
+        top_k(logits + static_cast<std::size_t>(i) * static_cast<std::size_t>(c.vocab), c.vocab, top);
         const TraceRequest& r = trace.requests[static_cast<std::size_t>(s.request)];
-        s.tokens.push_back(draw_token(weights.data(), c.vocab, total, r.seed, s.sample, static_cast<int>(s.tokens.size())));
+        s.tokens.push_back(draw_token(top, r.seed, s.sample, static_cast<int>(s.tokens.size())));
       }
       if (heap_count) allocs.push_back(heap_count() - before);
     }

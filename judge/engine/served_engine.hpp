@@ -123,7 +123,6 @@ class ServedEngine {
     running_.reserve(static_cast<std::size_t>(o.max_seqs) + 8);
     pending_copies_.reserve(1024);
     sampled_.resize(static_cast<std::size_t>(o.max_batch_tokens + o.max_seqs) * 3 + 64);
-    weights_.resize(static_cast<std::size_t>(model.config().vocab));
     watermark_ = std::max(1, o.kv_blocks / 100);
   }
 
@@ -508,9 +507,9 @@ class ServedEngine {
     const int vocab = model_.config().vocab;
     for (int i = 0; i < in.job_count; ++i) {
       const detail::SampleJob& j = in.jobs[i];
-      const double total = softmax_weights(logits + static_cast<std::size_t>(i) * static_cast<std::size_t>(vocab), vocab, weights_.data());
+      top_k(logits + static_cast<std::size_t>(i) * static_cast<std::size_t>(vocab), vocab, top_);
       for (int k = 0; k < j.count; ++k)
-        sampled_[static_cast<std::size_t>(j.out + k)] = draw_token(weights_.data(), vocab, total, j.seed, j.first_sample + k, j.position);
+        sampled_[static_cast<std::size_t>(j.out + k)] = draw_token(top_, j.seed, j.first_sample + k, j.position);
     }
     const CacheStats cs = caching_.stats();  // before the step's blocks go back
     last_reserved_ = cs.reserved_bytes;
@@ -537,7 +536,7 @@ class ServedEngine {
   std::deque<Sequence*> waiting_;   // arrival order, preempted sequences in front
   std::vector<BlockCopy> pending_copies_;
   std::vector<int> sampled_;
-  std::vector<float> weights_;
+  TopK top_;  // the runner's sampling scratch
   Outputs outputs_;
   std::vector<int> samples_left_;  // per request: samples not yet finished
   int next_id_ = 0, watermark_ = 1;

@@ -23,12 +23,13 @@ struct Trace {
   int max_new_tokens;  // the cap every request is sent with (an API's max_tokens)
 };
 
-/// `chat`: 240 requests, one or two arriving per step on average over the first ~160 steps
-/// (faster than any manager serves them, so the queue never runs dry and tokens/s measures
-/// the engine, not the arrivals). Every prompt starts with one of four system prompts
-/// (64-160 tokens), then a user turn of 16-128 tokens, shorter ones likelier. Each request
-/// generates 32-128 tokens, usually far fewer than the cap of 128 it was sent with; one in
-/// ten asks for 3 parallel samples.
+/// `chat`: 200 requests, about one and a quarter per step over the first ~160 steps (faster
+/// than any manager serves them, so the queue never runs dry and tokens/s measures the
+/// engine, not the arrivals). Every prompt starts with one of four system prompts (64-112
+/// tokens), then a user turn of 16-128 tokens (the cube of a uniform number: short turns
+/// likelier, mean 44). Each request generates 32-128 tokens, the same skew (mean 56), far
+/// fewer than the cap of 128 it was sent with, as chat answers are; one in ten asks for 3
+/// parallel samples.
 ///
 /// `tiny`: 12 requests over a handful of steps, two system prompts, short turns, for tests.
 [[nodiscard]] inline Trace make_trace(std::string_view name, int vocab, std::uint64_t seed = 7) {
@@ -38,22 +39,22 @@ struct Trace {
   const int systems = tiny ? 2 : 4;
   std::vector<std::vector<int>> system(static_cast<std::size_t>(systems));
   for (auto& s : system) {
-    s.resize(static_cast<std::size_t>(tiny ? rng.range(8, 16) : rng.range(64, 160)));
+    s.resize(static_cast<std::size_t>(tiny ? rng.range(8, 16) : rng.range(64, 112)));
     for (int& tok : s) tok = static_cast<int>(rng.next() % static_cast<std::uint64_t>(vocab));
   }
-  const int count = tiny ? 12 : 240;
+  const int count = tiny ? 12 : 200;
   int step = 0;
   for (int i = 0; i < count; ++i) {
     TraceRequest r;
     step += tiny ? rng.range(0, 2) : rng.range(0, 1) + (rng.range(0, 3) == 0 ? 1 : 0);
     r.arrival_step = step;
     r.prompt = system[static_cast<std::size_t>(rng.range(0, systems - 1))];
-    // User turns: the square of a uniform number skews them short, as chat turns are.
+    // The cube of a uniform number skews lengths short, as chat turns and answers are.
     const float u = rng.unit();
-    const int turn = tiny ? rng.range(2, 10) : 16 + static_cast<int>(u * u * 112.0f);
+    const int turn = tiny ? rng.range(2, 10) : 16 + static_cast<int>(u * u * u * 112.0f);
     for (int j = 0; j < turn; ++j) r.prompt.push_back(static_cast<int>(rng.next() % static_cast<std::uint64_t>(vocab)));
     const float g = rng.unit();
-    r.new_tokens = tiny ? rng.range(4, t.max_new_tokens) : 32 + static_cast<int>(g * g * 96.0f);
+    r.new_tokens = tiny ? rng.range(4, t.max_new_tokens) : 32 + static_cast<int>(g * g * g * 96.0f);
     r.samples = (tiny ? i % 4 == 1 : rng.range(0, 9) == 0) ? 3 : 1;
     r.seed = rng.next();
     t.requests.push_back(std::move(r));
