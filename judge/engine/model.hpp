@@ -139,8 +139,9 @@ class Model {
 
   [[nodiscard]] const ModelConfig& config() const noexcept { return c_; }
 
-  /// One forward pass. Activations come from `ws.floats(n)` and stay valid until the caller
-  /// ends the step (the served engine's caching allocator, the plain engine's vectors).
+  /// One forward pass. Activations come from `ws.reserve(total)` then `ws.floats(n)` for each
+  /// tensor, and stay valid until the caller ends the step (the served engine's caching
+  /// allocator, the plain engine's vectors).
   /// Returns the logits, `batch.logit_count` rows of `vocab` floats.
   ///
   /// Within a layer, every row's K and V are written before any row attends: a prompt's
@@ -148,18 +149,31 @@ class Model {
   template <class Workspace>
   const float* forward(const BatchView& b, Workspace& ws) const {
     const int H = c_.hidden, Q = c_.q_dim(), KV = c_.kv_dim(), I = c_.intermediate, d = c_.head_dim;
+    const auto Hs = static_cast<std::size_t>(H), Qs = static_cast<std::size_t>(Q), KVs = static_cast<std::size_t>(KV),
+               Is = static_cast<std::size_t>(I);
     const auto rows = static_cast<std::size_t>(b.rows);
-    float* x = ws.floats(rows * static_cast<std::size_t>(H));
-    float* xn = ws.floats(rows * static_cast<std::size_t>(H));
-    float* q = ws.floats(rows * static_cast<std::size_t>(Q));
-    float* k = ws.floats(rows * static_cast<std::size_t>(KV));
-    float* v = ws.floats(rows * static_cast<std::size_t>(KV));
-    float* att = ws.floats(rows * static_cast<std::size_t>(Q));
-    float* g = ws.floats(rows * static_cast<std::size_t>(I));
-    float* u = ws.floats(rows * static_cast<std::size_t>(I));
+    const auto n = static_cast<std::size_t>(b.logit_count);
     int max_ctx = 1;
     for (int r = 0; r < b.rows; ++r) max_ctx = std::max(max_ctx, b.positions[r] + 1);
-    float* scores = ws.floats(static_cast<std::size_t>(max_ctx));
+    // Every activation of the pass, sized before any is taken, so that a workspace can serve
+    // them from one block (each rounded up to 16 floats, keeping every tensor 64-byte aligned).
+    const std::size_t sizes[] = {rows * Hs, rows * Hs, rows * Qs, rows * KVs, rows * KVs, rows * Qs, rows * Is, rows * Is,
+                                 static_cast<std::size_t>(max_ctx), std::max<std::size_t>(n, 1) * Hs,
+                                 std::max<std::size_t>(n, 1) * static_cast<std::size_t>(c_.vocab)};
+    std::size_t total = 0;
+    for (const std::size_t s : sizes) total += (s + 15) / 16 * 16;
+    ws.reserve(total);
+    float* x = ws.floats(sizes[0]);
+    float* xn = ws.floats(sizes[1]);
+    float* q = ws.floats(sizes[2]);
+    float* k = ws.floats(sizes[3]);
+    float* v = ws.floats(sizes[4]);
+    float* att = ws.floats(sizes[5]);
+    float* g = ws.floats(sizes[6]);
+    float* u = ws.floats(sizes[7]);
+    float* scores = ws.floats(sizes[8]);
+    float* last = ws.floats(sizes[9]);
+    float* logits = ws.floats(sizes[10]);
 
     for (int r = 0; r < b.rows; ++r)
       std::copy_n(&w_[embed_ + static_cast<std::size_t>(b.tokens[r]) * static_cast<std::size_t>(H)], H,
@@ -195,11 +209,8 @@ class Model {
 
     // Only the rows that sample need the lm_head: a prompt of 200 tokens computes one row of
     // logits, not 200 (vLLM does the same with its logits indices).
-    const auto n = static_cast<std::size_t>(b.logit_count);
-    float* last = ws.floats(std::max<std::size_t>(n, 1) * static_cast<std::size_t>(H));
     for (int i = 0; i < b.logit_count; ++i)
       rms_norm(row(x, b.logit_rows[i], H), &w_[final_norm_], H, c_.rms_eps, row(last, i, H));
-    float* logits = ws.floats(std::max<std::size_t>(n, 1) * static_cast<std::size_t>(c_.vocab));
     matmul(last, b.logit_count, H, &w_[lm_head_], c_.vocab, logits);
     return logits;
   }

@@ -16,6 +16,7 @@ namespace alloclab::engine {
 /// Activations as fresh vectors, freed when the step ends: what a first engine does.
 struct VectorWorkspace {
   std::vector<std::vector<float>> buffers;
+  void reserve(std::size_t) {}
   float* floats(std::size_t n) { return buffers.emplace_back(n).data(); }
 };
 

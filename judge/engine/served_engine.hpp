@@ -81,27 +81,33 @@ struct StepInput {
   std::uint64_t checkpoint;  // the ring position after this step's bytes
 };
 
-/// Activations from the caching allocator, handed back when the step ends: after the first
-/// steps every size has a cached block, and the device is not called again.
+/// Activations from the caching allocator: one block per forward pass, carved into the
+/// pass's tensors (as a compiled graph's memory planner lays them out), handed back when the
+/// step ends. Steps differ in size, and the allocator's best fit and splitting serve each from
+/// the segments it already holds: after the first steps the device is not called again.
 class CachedWorkspace {
  public:
   explicit CachedWorkspace(CachingAllocator<HostDevice>& a) : a_(a) {}
-  float* floats(std::size_t n) {
-    if (count_ == kMax) throw std::logic_error("CachedWorkspace: too many buffers in one step");
-    void* p = a_.allocate(n * sizeof(float));
-    held_[count_++] = p;
-    return static_cast<float*>(p);
+  CachedWorkspace(const CachedWorkspace&) = delete;
+  CachedWorkspace& operator=(const CachedWorkspace&) = delete;
+  ~CachedWorkspace() { a_.deallocate(block_); }
+
+  void reserve(std::size_t floats) {
+    block_ = static_cast<float*>(a_.allocate(floats * sizeof(float)));
+    size_ = floats;
   }
-  void end_step() {
-    for (std::size_t i = count_; i > 0; --i) a_.deallocate(held_[i - 1]);
-    count_ = 0;
+  float* floats(std::size_t n) {
+    n = (n + 15) / 16 * 16;
+    if (used_ + n > size_) throw std::logic_error("CachedWorkspace: more than reserved");
+    float* p = block_ + used_;
+    used_ += n;
+    return p;
   }
 
  private:
-  static constexpr std::size_t kMax = 16;
   CachingAllocator<HostDevice>& a_;
-  void* held_[kMax] = {};
-  std::size_t count_ = 0;
+  float* block_ = nullptr;
+  std::size_t size_ = 0, used_ = 0;
 };
 
 }  // namespace detail
@@ -502,7 +508,7 @@ class ServedEngine {
     for (int i = 0; i < in.copy_count; ++i)
       std::memcpy(kv_.data() + static_cast<std::size_t>(in.copies[i].dst) * block_floats,
                   kv_.data() + static_cast<std::size_t>(in.copies[i].src) * block_floats, block_floats * sizeof(float));
-    detail::CachedWorkspace ws(caching_);
+    detail::CachedWorkspace ws(caching_);  // gives its block back when the step is done
     const float* logits = model_.forward(in.batch, ws);
     const int vocab = model_.config().vocab;
     for (int i = 0; i < in.job_count; ++i) {
@@ -511,10 +517,9 @@ class ServedEngine {
       for (int k = 0; k < j.count; ++k)
         sampled_[static_cast<std::size_t>(j.out + k)] = draw_token(top_, j.seed, j.first_sample + k, j.position);
     }
-    const CacheStats cs = caching_.stats();  // before the step's blocks go back
+    const CacheStats cs = caching_.stats();  // before the step's block goes back
     last_reserved_ = cs.reserved_bytes;
     last_allocated_ = cs.allocated_bytes;
-    ws.end_step();
     // The step's inputs are read: the ring may hand their bytes out again.
     ring_.reclaim(in.checkpoint);
   }

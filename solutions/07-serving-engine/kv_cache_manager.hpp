@@ -2,6 +2,7 @@
 // automatic prefix caching, over exercise 03's block pool.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -111,12 +112,12 @@ class KVCacheManager {
     const bool needs_block = n % block_tokens_ == 0;
     const bool shared = !needs_block && pool_.refcount(request.table.back()) > 1;
     if ((needs_block || shared) && pool_.num_free() + static_cast<int>(unused_.size()) == 0) return false;
-    request.tokens.reserve(request.tokens.size() + 1);
+    room_for_one_more(request.tokens);
     if (needs_block) {
-      request.table.reserve(request.table.size() + 1);
+      room_for_one_more(request.table);
       request.table.push_back(take_block());
     } else if (shared) {
-      copies.reserve(copies.size() + 1);
+      room_for_one_more(copies);
       const int old = request.table.back();
       const int fresh = take_block();
       pool_.release(old);  // shared, so it stays in use by the others
@@ -183,6 +184,14 @@ class KVCacheManager {
       return static_cast<std::size_t>(h);
     }
   };
+
+  /// Room for one more element, taken before anything changes (so a bad_alloc changes
+  /// nothing), growing the capacity geometrically: reserve(size() + 1) would reallocate and
+  /// copy the whole vector on every token.
+  template <class T>
+  static void room_for_one_more(std::vector<T>& v) {
+    if (v.size() == v.capacity()) v.reserve(std::max<std::size_t>(2 * v.capacity(), 8));
+  }
 
   std::vector<int> prefix(std::span<const int> tokens, int blocks) const {
     return {tokens.begin(), tokens.begin() + blocks * block_tokens_};
