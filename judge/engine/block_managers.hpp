@@ -33,6 +33,8 @@ class BlockManager {
   [[nodiscard]] virtual int num_idle_blocks() const = 0;  // idle in the pool
   [[nodiscard]] virtual PrefixCacheStats stats() const = 0;
   [[nodiscard]] virtual int held_blocks(int seq) const = 0;  // every block the sequence keeps, spares included
+  /// Whether a sequence takes blocks as it grows (and so may find none left, and be preempted).
+  [[nodiscard]] virtual bool grows() const = 0;
 };
 
 /// `paged` (caching off) and `prefix` (caching on): exercise 07's KVCacheManager, blocks taken
@@ -54,6 +56,7 @@ class PagedManager final : public BlockManager {
   int num_idle_blocks() const override { return m_.pool().num_free(); }
   PrefixCacheStats stats() const override { return m_.stats(); }
   int held_blocks(int seq) const override { return static_cast<int>(m_.block_table(seq).size()); }
+  bool grows() const override { return true; }
 
  private:
   KVCacheManager m_;
@@ -120,6 +123,7 @@ class ReserveManager final : public BlockManager {
     const Seq& s = seqs_.at(seq);
     return static_cast<int>(s.table.size() + s.spare.size());
   }
+  bool grows() const override { return false; }
 
  private:
   struct Seq {

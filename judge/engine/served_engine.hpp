@@ -46,6 +46,11 @@ struct EngineOptions {
   int block_tokens = 16;
   int max_batch_tokens = 512;  // rows per step: decode rows first, then whole prompts
   int max_seqs = 64;           // sequences running at once
+  // Blocks kept free at admission, for the running sequences to grow into. vLLM keeps 1 %;
+  // here a preemption recomputes a whole prompt on one CPU core, so a larger margin pays:
+  // with the chat trace at 96 blocks, 8 % cut the paged manager's preemptions from 83 to 17
+  // and its steps by 4 %.
+  int watermark_percent = 8;
   bool two_threads = true;     // the model runner on its own thread, fed through the ring
   std::uint64_t (*heap_count)() = nullptr;       // reads the process's heap allocation counter
   void (*on_finish)(int finished, int total) = nullptr;  // progress
@@ -129,7 +134,9 @@ class ServedEngine {
     running_.reserve(static_cast<std::size_t>(o.max_seqs) + 8);
     pending_copies_.reserve(1024);
     sampled_.resize(static_cast<std::size_t>(o.max_batch_tokens + o.max_seqs) * 3 + 64);
-    watermark_ = std::max(1, o.kv_blocks / 100);
+    // Only a manager whose sequences take blocks as they grow needs a margin at admission;
+    // one that reserves everything up front can never run out mid-generation.
+    watermark_ = manager_->grows() ? std::max(1, o.kv_blocks * o.watermark_percent / 100) : 0;
   }
 
   ServedEngine(const ServedEngine&) = delete;
@@ -264,8 +271,8 @@ class ServedEngine {
       const int len = static_cast<int>(s->tokens.size());
       const int max_tokens = s->prompt_len + trace_.max_new_tokens;
       const int samples = s->forks_pending;
-      if (manager_->num_free_blocks() - manager_->blocks_to_admit(len, max_tokens, samples) < watermark_ &&
-          !running_.empty())
+      if (!running_.empty() &&
+          manager_->num_free_blocks() - manager_->blocks_to_admit(len, max_tokens, samples) < watermark_)
         break;
       if (len > budget && !prefill.empty()) break;
       const std::optional<int> cached = manager_->admit(s->id, s->tokens, max_tokens, samples);
