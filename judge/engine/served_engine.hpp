@@ -23,6 +23,7 @@
 #include <mutex>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -277,6 +278,10 @@ class ServedEngine {
       if (len > budget && !prefill.empty()) break;
       const std::optional<int> cached = manager_->admit(s->id, s->tokens, max_tokens, samples);
       if (!cached) break;
+      if (*cached < 0 || *cached >= len || *cached % o_.block_tokens != 0)
+        throw std::logic_error("ServedEngine: admit reported " + std::to_string(*cached) + " cached tokens of a " +
+                               std::to_string(len) + "-token prompt; it must be whole blocks, and the last prompt "
+                               "token is always computed (its logits give the first new token)");
       waiting_.pop_front();
       s->computed = *cached;
       admitted_prompt_tokens_ += static_cast<std::size_t>(len);

@@ -108,10 +108,11 @@ TEST(EngineBlocks, NoBlockIsHeldOnceEveryRequestIsDone) {
 }
 
 TEST(EngineFork, ParallelSamplesShareTheirPromptBlocks) {
-  // One request, a 40-token prompt (10 blocks of 4), 3 samples of 6 tokens each.
+  // One request, a 42-token prompt (11 blocks of 4, the last half full, so that each
+  // sample's first token is a copy-on-write), 3 samples of 6 tokens each.
   Trace t{"fork", {}, 6};
   TraceRequest r{0, {}, 6, 3, 99};
-  for (int i = 0; i < 40; ++i) r.prompt.push_back((i * 37 + 11) % kTinyModel.vocab);
+  for (int i = 0; i < 42; ++i) r.prompt.push_back((i * 37 + 11) % kTinyModel.vocab);
   t.requests.push_back(r);
   const Outputs want = run_plain(tiny_model(), t);
   const Served s = serve(ManagerKind::paged, 64, false, t);
@@ -121,10 +122,43 @@ TEST(EngineFork, ParallelSamplesShareTheirPromptBlocks) {
   int peak = 0;
   for (const StepRecord& step : s.stats.timeline) peak = std::max(peak, step.running_blocks);
   // Shared: 10 prompt blocks + at most 2 more per sample. Three private copies: 3 x 12.
-  EXPECT_LE(peak, 10 + 3 * 2) << "Three samples of a 40-token prompt held " << peak
+  // Shared: 11 prompt blocks + at most 2 more per sample. Three private copies: 3 x 13.
+  EXPECT_LE(peak, 11 + 3 * 2) << "Three samples of a 42-token prompt held " << peak
                               << " blocks at once: fork must share the parent's blocks (retain them), not copy them. "
                                  "Sharing is what lets parallel sampling cost one prompt's memory instead of three.";
+  EXPECT_GT(s.manager.copies, 0u) << "The samples' first tokens go into the prompt's shared, half-full last block: "
+                                     "each writer needs its private copy first.";
   EXPECT_EQ(s.blocks_in_use, 0) << "Blocks still held after the forked samples finished.";
+}
+
+TEST(EngineMatchesPlain, APromptHitsOnlyItsWholePrefixAndComputesItsLastToken) {
+  // Blocks of 4 tokens A, B, C, D, E. Request 0: A B C D. Request 1, later: the same 16
+  // tokens (every block cached, yet the last token must be computed). Request 2: B C E, whose
+  // first block has the content of request 0's second block but not its prefix: its K and V
+  // were computed at other positions after other tokens, so it must not be a hit.
+  auto block = [](int seed) {
+    std::vector<int> b;
+    for (int i = 0; i < 4; ++i) b.push_back((seed * 53 + i * 29 + 7) % kTinyModel.vocab);
+    return b;
+  };
+  auto cat = [](std::initializer_list<std::vector<int>> parts) {
+    std::vector<int> out;
+    for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+    return out;
+  };
+  const auto A = block(1), B = block(2), C = block(3), D = block(4), E = block(5);
+  Trace t{"prefix", {}, 8};
+  t.requests.push_back({0, cat({A, B, C, D}), 8, 1, 1});
+  t.requests.push_back({3, cat({A, B, C, D}), 8, 1, 2});
+  t.requests.push_back({3, cat({B, C, E, {9, 10}}), 8, 1, 3});
+  const Outputs want = run_plain(tiny_model(), t);
+  const Served s = serve(ManagerKind::prefix, 64, false, t);
+  ASSERT_EQ(s.outputs, want)
+      << "Tokens differ from the plain engine's at " << first_difference(s.outputs, want)
+      << ". A cached block may stand only for its whole prefix (its tokens and every token before it): the same four "
+         "tokens after a different beginning have different K and V.";
+  EXPECT_EQ(s.manager.hit_tokens, 12u) << "Request 1 repeats request 0's 16 tokens: 3 blocks hit (12 tokens), not "
+                                          "4, because the last prompt token is always computed; request 2 hits none.";
 }
 
 TEST(EnginePipeline, TwoThreadsThroughTheRingMatchPlain) {
