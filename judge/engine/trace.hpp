@@ -23,9 +23,8 @@ struct Trace {
   int max_new_tokens;  // the cap every request is sent with (an API's max_tokens); EOS comes sooner
 };
 
-/// `chat`: 200 requests, about one and a quarter per step over the first ~160 steps (faster
-/// than any manager serves them, so the queue never runs dry and tokens/s measures the
-/// engine, not the arrivals). Every prompt starts with one of four system prompts (64-112
+/// `chat`: 200 requests, 0.75 steps apart on average (faster than any manager serves them, so
+/// the queue never runs dry and tokens/s measures the engine, not the arrivals). Every prompt starts with one of four system prompts (64-112
 /// tokens), then a user turn of 16-128 tokens (the cube of a uniform number: short turns
 /// likelier, mean 44). Each request is sent with a cap of 256 new tokens (the max_tokens a
 /// client sets, not knowing how long the answer will be) and generates 32-128 of them, the
