@@ -19,7 +19,8 @@ struct StepRecord {
 struct RunStats {
   int requests = 0, finished = 0;
   long generated_tokens = 0;
-  double seconds = 0;
+  double seconds = 0;      // wall clock
+  double cpu_seconds = 0;  // CPU time of the process (both threads): the same on an idle machine, steadier on a shared one
   int steps = 0;
   double mean_batch = 0;
   int peak_running = 0;

@@ -195,6 +195,10 @@ int main(int argc, char** argv) {
               config.weight_bytes());
   std::printf("\"kv_blocks\": %d, \"block_tokens\": %d, \"steps\": %d, \"seconds\": %.3f, ", o.kv_blocks, o.block_tokens,
               s.steps, s.seconds);
+  // CPU time too: on a machine shared with other work, wall-clock tokens/s follows the load;
+  // the engine's two threads never run at once, so on an idle machine the two agree.
+  std::printf("\"cpu_seconds\": %.3f, \"tokens_per_cpu_second\": %.2f, ", s.cpu_seconds,
+              s.cpu_seconds > 0 ? static_cast<double>(generated) / s.cpu_seconds : 0.0);
   std::printf("\"timeline\": {");
   const auto& tl = s.timeline;
   print_int_array("running_blocks", tl, [](const StepRecord& r) { return r.running_blocks; });

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <memory>
 #include <memory_resource>
@@ -151,6 +152,7 @@ class ServedEngine {
   /// Serves the whole trace; returns every request's tokens, and fills `stats`.
   Outputs run(RunStats& stats) {
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_seconds();
     std::thread runner;
     if (o_.two_threads) runner = std::thread([this] { runner_loop(); });
     try {
@@ -162,6 +164,7 @@ class ServedEngine {
     stop_runner(runner);
     stats = stats_;
     stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats.cpu_seconds = process_cpu_seconds() - cpu_start;
     stats.requests = static_cast<int>(trace_.requests.size());
     stats.steps = static_cast<int>(stats_.timeline.size());
     double batch = 0;
@@ -183,6 +186,12 @@ class ServedEngine {
   [[nodiscard]] std::size_t live_sequences() const { return sequences_.live(); }
 
  private:
+  static double process_cpu_seconds() noexcept {
+    timespec t{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  }
+
   static constexpr std::size_t kArenaBytes = 4 << 20, kRingBytes = 16 << 20, kStepBufferBytes = 64 << 10;
 
   // ---- the scheduler thread ---------------------------------------------------------------
