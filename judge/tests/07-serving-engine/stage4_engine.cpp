@@ -72,7 +72,7 @@ std::string first_difference(const Outputs& got, const Outputs& want) {
   return "none";
 }
 
-TEST(EngineMatchesPlain, WithPrefixCachingUnderPreemptionAndEviction) {
+TEST(Engine, MatchesPlainWithPrefixCachingUnderPreemptionAndEviction) {
   const Served s = serve(ManagerKind::prefix, kTightBlocks, false);
   ASSERT_EQ(s.outputs, plain_outputs())
       << "With prefix caching on, the served tokens differ from the plain engine's at " << first_difference(s.outputs, plain_outputs())
@@ -86,7 +86,7 @@ TEST(EngineMatchesPlain, WithPrefixCachingUnderPreemptionAndEviction) {
          "prefix caching saves no work.";
 }
 
-TEST(EngineMatchesPlain, WithoutPrefixCachingUnderPreemption) {
+TEST(Engine, MatchesPlainWithoutPrefixCachingUnderPreemption) {
   const Served s = serve(ManagerKind::paged, kTightBlocks, false);
   ASSERT_EQ(s.outputs, plain_outputs())
       << "With prefix caching off, the served tokens differ from the plain engine's at " << first_difference(s.outputs, plain_outputs())
@@ -96,7 +96,7 @@ TEST(EngineMatchesPlain, WithoutPrefixCachingUnderPreemption) {
   EXPECT_EQ(s.manager.hit_tokens, 0u) << "With prefix caching off, admit must never report cached tokens.";
 }
 
-TEST(EngineBlocks, NoBlockIsHeldOnceEveryRequestIsDone) {
+TEST(Engine, HoldsNoBlockOnceEveryRequestIsDone) {
   for (const ManagerKind kind : {ManagerKind::prefix, ManagerKind::paged}) {
     const Served s = serve(kind, kTightBlocks, false);
     EXPECT_EQ(s.blocks_in_use, 0) << manager_name(kind)
@@ -107,7 +107,7 @@ TEST(EngineBlocks, NoBlockIsHeldOnceEveryRequestIsDone) {
   }
 }
 
-TEST(EngineFork, ParallelSamplesShareTheirPromptBlocks) {
+TEST(Engine, ParallelSamplesShareTheirPromptBlocks) {
   // One request, a 42-token prompt (11 blocks of 4, the last half full, so that each
   // sample's first token is a copy-on-write), 3 samples of 6 tokens each.
   Trace t{"fork", {}, 6};
@@ -131,7 +131,7 @@ TEST(EngineFork, ParallelSamplesShareTheirPromptBlocks) {
   EXPECT_EQ(s.blocks_in_use, 0) << "Blocks still held after the forked samples finished.";
 }
 
-TEST(EngineMatchesPlain, APromptHitsOnlyItsWholePrefixAndComputesItsLastToken) {
+TEST(Engine, APromptHitsOnlyItsWholePrefixAndComputesItsLastToken) {
   // Blocks of 4 tokens A, B, C, D, E. Request 0: A B C D. Request 1, later: the same 16
   // tokens (every block cached, yet the last token must be computed). Request 2: B C E, whose
   // first block has the content of request 0's second block but not its prefix: its K and V
@@ -161,7 +161,7 @@ TEST(EngineMatchesPlain, APromptHitsOnlyItsWholePrefixAndComputesItsLastToken) {
                                           "4, because the last prompt token is always computed; request 2 hits none.";
 }
 
-TEST(EnginePipeline, TwoThreadsThroughTheRingMatchPlain) {
+TEST(Engine, TwoThreadsThroughTheRingMatchPlain) {
   // The scheduler thread writes each step's inputs into the ring; the model-runner thread
   // reads them, runs the step, and reclaims them. Judged under ThreadSanitizer too.
   const Served s = serve(ManagerKind::prefix, kTightBlocks, true);
