@@ -1,0 +1,159 @@
+// Three ways to give KV blocks to requests, behind one interface, so that the same scheduler
+// and model can be measured with each.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "block_pool.hpp"
+#include "kv_cache_manager.hpp"
+
+namespace alloclab::engine {
+
+/// What the scheduler asks of a block manager. `admit` also gets the most tokens the sequence
+/// can reach and how many parallel samples will fork from it: the paged managers ignore both
+/// (they take blocks as tokens arrive), the reserving one takes everything at once.
+class BlockManager {
+ public:
+  virtual ~BlockManager() = default;
+  [[nodiscard]] virtual std::optional<int> admit(int seq, std::span<const int> tokens, int max_tokens, int samples) = 0;
+  /// The blocks `admit` would need in the worst case (no prefix hit): the admission check.
+  [[nodiscard]] virtual int blocks_to_admit(int tokens, int max_tokens, int samples) const = 0;
+  [[nodiscard]] virtual bool append_token(int seq, int token, std::vector<BlockCopy>& copies) = 0;
+  virtual void fork(int parent, int child, std::vector<BlockCopy>& copies) = 0;
+  virtual void release(int seq) = 0;
+  [[nodiscard]] virtual std::span<const int> block_table(int seq) const = 0;
+  [[nodiscard]] virtual int num_free_blocks() const = 0;  // idle, plus cached blocks no request uses
+  [[nodiscard]] virtual int num_idle_blocks() const = 0;  // idle in the pool
+  [[nodiscard]] virtual PrefixCacheStats stats() const = 0;
+  [[nodiscard]] virtual int held_blocks(int seq) const = 0;  // every block the sequence keeps, spares included
+  /// Whether a sequence takes blocks as it grows (and so may find none left, and be preempted).
+  [[nodiscard]] virtual bool grows() const = 0;
+};
+
+/// `paged` (caching off) and `prefix` (caching on): exercise 07's KVCacheManager, blocks taken
+/// one at a time as tokens arrive, shared by fork and, with caching, by equal prefixes.
+class PagedManager final : public BlockManager {
+ public:
+  PagedManager(int num_blocks, int block_tokens, bool prefix_caching)
+      : m_(num_blocks, block_tokens, prefix_caching), block_tokens_(block_tokens) {}
+
+  std::optional<int> admit(int seq, std::span<const int> tokens, int, int) override { return m_.admit(seq, tokens); }
+  int blocks_to_admit(int tokens, int, int) const override { return (tokens + block_tokens_ - 1) / block_tokens_; }
+  bool append_token(int seq, int token, std::vector<BlockCopy>& copies) override {
+    return m_.append_token(seq, token, copies);
+  }
+  void fork(int parent, int child, std::vector<BlockCopy>&) override { m_.fork(parent, child); }
+  void release(int seq) override { m_.release(seq); }
+  std::span<const int> block_table(int seq) const override { return m_.block_table(seq); }
+  int num_free_blocks() const override { return m_.num_free_blocks(); }
+  int num_idle_blocks() const override { return m_.pool().num_free(); }
+  PrefixCacheStats stats() const override { return m_.stats(); }
+  int held_blocks(int seq) const override { return static_cast<int>(m_.block_table(seq).size()); }
+  bool grows() const override { return true; }
+
+ private:
+  KVCacheManager m_;
+  int block_tokens_;
+};
+
+/// `reserve`: what engines did before paging (FasterTransformer, Orca). At admission a
+/// request takes the blocks for its prompt plus the most tokens it may generate (the cap it
+/// was sent with, since the engine cannot know where EOS falls), once per parallel sample,
+/// and keeps them until it finishes. It never runs out mid-generation, so it never preempts;
+/// the price is memory reserved and never written. Built over exercise 03's BlockPool.
+class ReserveManager final : public BlockManager {
+ public:
+  ReserveManager(int num_blocks, int block_tokens) : pool_(num_blocks), block_tokens_(block_tokens) {}
+
+  std::optional<int> admit(int seq, std::span<const int> tokens, int max_tokens, int samples) override {
+    const int per = blocks_for(max_tokens);
+    auto blocks = pool_.allocate(per * samples);
+    if (!blocks) return std::nullopt;
+    Seq s;
+    s.tokens = static_cast<int>(tokens.size());
+    s.table.assign(blocks->begin(), blocks->begin() + per);
+    s.spare.assign(blocks->begin() + per, blocks->end());
+    seqs_.emplace(seq, std::move(s));
+    return 0;
+  }
+  int blocks_to_admit(int, int max_tokens, int samples) const override { return blocks_for(max_tokens) * samples; }
+  bool append_token(int seq, int, std::vector<BlockCopy>&) override {
+    Seq& s = seqs_.at(seq);
+    if (s.tokens == static_cast<int>(s.table.size()) * block_tokens_) {  // past its reservation: cannot happen
+      auto more = pool_.allocate(1);
+      if (!more) return false;
+      s.table.push_back(more->front());
+    }
+    ++s.tokens;
+    return true;
+  }
+  /// The child takes its reservation, set aside at admission, and a copy of the parent's KV:
+  /// without block sharing, a parallel sample starts as a full copy.
+  void fork(int parent, int child, std::vector<BlockCopy>& copies) override {
+    Seq& p = seqs_.at(parent);
+    const auto per = p.table.size();
+    if (p.spare.size() < per) throw std::logic_error("ReserveManager::fork: no reservation left for the child");
+    Seq c;
+    c.tokens = p.tokens;
+    c.table.assign(p.spare.end() - static_cast<std::ptrdiff_t>(per), p.spare.end());
+    p.spare.resize(p.spare.size() - per);
+    for (int i = 0; i * block_tokens_ < p.tokens; ++i)
+      copies.push_back({p.table[static_cast<std::size_t>(i)], c.table[static_cast<std::size_t>(i)]});
+    copies_ += static_cast<std::size_t>((p.tokens + block_tokens_ - 1) / block_tokens_);
+    seqs_.emplace(child, std::move(c));
+  }
+  void release(int seq) override {
+    const auto it = seqs_.find(seq);
+    for (auto b = it->second.spare.rbegin(); b != it->second.spare.rend(); ++b) pool_.release(*b);
+    for (auto b = it->second.table.rbegin(); b != it->second.table.rend(); ++b) pool_.release(*b);
+    seqs_.erase(it);
+  }
+  std::span<const int> block_table(int seq) const override { return seqs_.at(seq).table; }
+  int num_free_blocks() const override { return pool_.num_free(); }
+  int num_idle_blocks() const override { return pool_.num_free(); }
+  PrefixCacheStats stats() const override { return {0, 0, 0, copies_}; }
+  int held_blocks(int seq) const override {
+    const Seq& s = seqs_.at(seq);
+    return static_cast<int>(s.table.size() + s.spare.size());
+  }
+  bool grows() const override { return false; }
+
+ private:
+  struct Seq {
+    int tokens = 0;
+    std::vector<int> table;  // its own blocks, reserved to the cap
+    std::vector<int> spare;  // the reservations of the samples still to fork
+  };
+  int blocks_for(int tokens) const { return (tokens + block_tokens_ - 1) / block_tokens_; }
+
+  BlockPool pool_;
+  int block_tokens_;
+  std::unordered_map<int, Seq> seqs_;
+  std::size_t copies_ = 0;
+};
+
+enum class ManagerKind { prefix, paged, reserve };
+
+[[nodiscard]] inline std::optional<ManagerKind> manager_by_name(std::string_view n) noexcept {
+  if (n == "prefix") return ManagerKind::prefix;
+  if (n == "paged") return ManagerKind::paged;
+  if (n == "reserve") return ManagerKind::reserve;
+  return std::nullopt;
+}
+[[nodiscard]] inline const char* manager_name(ManagerKind k) noexcept {
+  return k == ManagerKind::prefix ? "prefix" : k == ManagerKind::paged ? "paged" : "reserve";
+}
+
+[[nodiscard]] inline std::unique_ptr<BlockManager> make_manager(ManagerKind k, int num_blocks, int block_tokens) {
+  if (k == ManagerKind::reserve) return std::make_unique<ReserveManager>(num_blocks, block_tokens);
+  return std::make_unique<PagedManager>(num_blocks, block_tokens, k == ManagerKind::prefix);
+}
+
+}  // namespace alloclab::engine

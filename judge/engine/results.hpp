@@ -1,0 +1,45 @@
+// What a run of an engine produces and measures.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace alloclab::engine {
+
+/// The tokens generated for each (request, sample): the thing two engines must agree on.
+using Outputs = std::vector<std::vector<std::vector<int>>>;
+
+/// One engine step, as the timeline draws it.
+struct StepRecord {
+  int running_blocks, cached_blocks, free_blocks, batch, preempted;
+  std::size_t reserved_bytes, allocated_bytes;
+};
+
+struct RunStats {
+  int requests = 0, finished = 0;
+  long generated_tokens = 0;
+  double seconds = 0;      // wall clock
+  double cpu_seconds = 0;  // CPU time of the process (both threads): the same on an idle machine, steadier on a shared one
+  int steps = 0;
+  double mean_batch = 0;
+  int peak_running = 0;
+  int preemptions = 0;
+  double prefix_hit_rate = 0;
+  double kv_utilization = 0;
+  std::size_t copies = 0, device_mallocs = 0;
+  double heap_allocations_per_step = 0;
+  std::vector<StepRecord> timeline;
+};
+
+/// Heap allocations per step over the steady state: the middle 80 % of the steps, leaving out
+/// the start (pools and caches still growing) and the drain at the end.
+[[nodiscard]] inline double steady_state_mean(const std::vector<std::uint64_t>& per_step) {
+  if (per_step.empty()) return 0;
+  const std::size_t lo = per_step.size() / 10, hi = per_step.size() - per_step.size() / 10;
+  std::uint64_t sum = 0;
+  for (std::size_t i = lo; i < hi; ++i) sum += per_step[i];
+  return static_cast<double>(sum) / static_cast<double>(hi - lo);
+}
+
+}  // namespace alloclab::engine
