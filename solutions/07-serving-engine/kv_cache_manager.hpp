@@ -60,10 +60,9 @@ class KVCacheManager {
   KVCacheManager(int num_blocks, int block_tokens, bool prefix_caching = true)
       : pool_(checked_blocks(num_blocks)), block_tokens_(checked_tokens(block_tokens)),
         prefix_caching_(prefix_caching), entry_of_(static_cast<std::size_t>(num_blocks), nullptr),
-        older_(static_cast<std::size_t>(num_blocks) + 1, kNotListed),
-        newer_(static_cast<std::size_t>(num_blocks) + 1, kNotListed) {
+        links_(static_cast<std::size_t>(num_blocks) + 1, Links{kNotListed, kNotListed}) {
     // The list of unused cached blocks is a ring through a sentinel, the index num_blocks.
-    older_[sentinel()] = newer_[sentinel()] = num_blocks;
+    links_.back() = Links{num_blocks, num_blocks};
   }
 
   KVCacheManager(const KVCacheManager&) = delete;
@@ -233,7 +232,7 @@ class KVCacheManager {
   using Entry = Cache::value_type;  // a rehash moves no entry: pointers to them stay valid
 
   static constexpr int kNoBlock = -1;    // an entry made ready for a block not yet known
-  static constexpr int kNotListed = -1;  // older_/newer_ of a block not on the unused list
+  static constexpr int kNotListed = -1;  // the links of a block not on the unused list
 
   /// The cache entries one call will fill, one per new full block: inserted before anything
   /// changes (inserting allocates), erased again by undo() if a later allocation fails.
@@ -285,7 +284,7 @@ class KVCacheManager {
   /// becomes the caller's, so the pool sees no change. Its entry goes, unless it is one of the
   /// caller's own new keys, which then waits for the block that will hold it.
   int take_unused(const NewEntries& mine) noexcept {
-    const int victim = newer_[sentinel()];  // the oldest
+    const int victim = links_.back().newer;  // the oldest
     unlist(victim);
     Entry*& e = entry_of_[static_cast<std::size_t>(victim)];
     if (mine.holds(e)) {
@@ -304,25 +303,26 @@ class KVCacheManager {
     pool_.retain(b);
   }
 
-  // The unused cached blocks, a doubly linked ring by block number through the sentinel:
-  // newer_[sentinel()] is the block unused longest, older_[sentinel()] the latest.
-  [[nodiscard]] std::size_t sentinel() const noexcept { return older_.size() - 1; }
-  [[nodiscard]] bool listed(int b) const noexcept { return older_[static_cast<std::size_t>(b)] != kNotListed; }
+  // The unused cached blocks, a doubly linked ring by block number through the sentinel (the
+  // last element of links_): its `newer` is the block unused longest, its `older` the latest.
+  struct Links {
+    int older, newer;
+  };
+  Links& links(int b) noexcept { return links_[static_cast<std::size_t>(b)]; }
+  [[nodiscard]] bool listed(int b) const noexcept { return links_[static_cast<std::size_t>(b)].older != kNotListed; }
   void list_newest(int b) noexcept {
-    const int s = static_cast<int>(sentinel());
-    const int latest = older_[sentinel()];
-    older_[static_cast<std::size_t>(b)] = latest;
-    newer_[static_cast<std::size_t>(b)] = s;
-    newer_[static_cast<std::size_t>(latest)] = b;
-    older_[sentinel()] = b;
+    const int sentinel = static_cast<int>(links_.size()) - 1;
+    const int latest = links_.back().older;
+    links(b) = Links{latest, sentinel};
+    links(latest).newer = b;
+    links_.back().older = b;
     ++unused_;
   }
   void unlist(int b) noexcept {
-    const int before = older_[static_cast<std::size_t>(b)];
-    const int after = newer_[static_cast<std::size_t>(b)];
-    newer_[static_cast<std::size_t>(before)] = after;
-    older_[static_cast<std::size_t>(after)] = before;
-    older_[static_cast<std::size_t>(b)] = newer_[static_cast<std::size_t>(b)] = kNotListed;
+    const Links at = links(b);
+    links(at.older).newer = at.newer;
+    links(at.newer).older = at.older;
+    links(b) = Links{kNotListed, kNotListed};
     --unused_;
   }
 
@@ -364,8 +364,7 @@ class KVCacheManager {
   std::unordered_map<RequestId, Request> requests_;
   Cache cache_;
   std::vector<Entry*> entry_of_;  // block -> its cache entry; nullptr when not cached
-  std::vector<int> older_;        // the unused list's links, by block number, sentinel last
-  std::vector<int> newer_;
+  std::vector<Links> links_;      // the unused list, by block number, sentinel last
   int unused_ = 0;                // blocks on the unused list
   PrefixCacheStats stats_{};
 };
