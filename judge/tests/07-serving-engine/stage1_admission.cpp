@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "alloclab_test.hpp"
@@ -29,6 +30,13 @@ TEST(KVAdmission, RejectsBadSizes) {
       << "A negative block size must throw std::invalid_argument.";
   EXPECT_NO_THROW(KVCacheManager(0, 16, false)) << "A manager of 0 blocks is empty, not an error.";
   EXPECT_NO_THROW(KVCacheManager(4, 1, false)) << "A block of 1 token is small, not an error.";
+}
+
+TEST(KVAdmission, AManagerCannotBeCopied) {
+  EXPECT_FALSE(std::is_copy_constructible_v<KVCacheManager>)
+      << "A copy would share the block numbers of every request with the original: two managers would hand "
+         "out the same KV blocks. The copy constructor must be deleted.";
+  EXPECT_FALSE(std::is_copy_assignable_v<KVCacheManager>) << "The copy assignment must be deleted too.";
 }
 
 TEST(KVAdmission, APromptTakesCeilLenOverBlockTokensBlocks) {
@@ -216,7 +224,7 @@ TEST(KVAdmission, MisuseThrowsAndChangesNothing) {
 // A world for the tests of a failing heap: two requests, one of them released.
 struct Plain {
   KVCacheManager m{6, 4, false};
-  std::vector<int> ids{1, 2, 3};
+  std::vector<int> ids{1, 2, 3, 4};
   bool ok = true;
   std::string why;
   Plain() {

@@ -378,4 +378,37 @@ TEST(KVPrefixCaching, ACallThatThrowsBadAllocChangesNothing) {
       [](Busy& w) { EXPECT_EQ(w.m.num_free_blocks(), 5); });
 }
 
+// A world with idle blocks: a parent and its child share a partly filled block that one more
+// token fills.
+struct Roomy {
+  KVCacheManager m{8, 4};
+  std::vector<int> ids{1, 2, 3};
+  bool ok = true;
+  std::string why = "admit failed with blocks free";
+  Roomy() {
+    ok = m.admit(1, tokens(7)).has_value();
+    if (ok) m.fork(1, 2);
+  }
+};
+
+TEST(KVPrefixCaching, ACallThatThrowsBadAllocWithIdleBlocksChangesNothing) {
+  using alloclab::test::changes_nothing_when_the_heap_fails;
+  auto make = [] { return Roomy(); };
+  std::vector<BlockCopy> copies;
+  changes_nothing_when_the_heap_fails<Roomy>(
+      "append_token that copies a shared block into an idle one and fills the copy", make,
+      [&](Roomy& w) { (void)w.m.append_token(2, 7, copies); },
+      [&](Roomy& w) {
+        EXPECT_EQ(w.m.num_cached_blocks(), 2) << "The filled copy must become findable.";
+        EXPECT_EQ(w.m.stats().evictions, 0u) << "Blocks were idle: nothing may be evicted.";
+      });
+  changes_nothing_when_the_heap_fails<Roomy>(
+      "admit of a prompt that hits one block and takes idle ones", make,
+      [](Roomy& w) { (void)w.m.admit(3, tokens(13)); },
+      [](Roomy& w) {
+        EXPECT_EQ(w.m.stats().hit_tokens, 4u) << "The prompt must hit the first block.";
+        EXPECT_EQ(w.m.num_cached_blocks(), 3) << "Its two new full blocks must become findable.";
+      });
+}
+
 }  // namespace stage3_prefix_caching
