@@ -82,6 +82,10 @@ TEST(KVPrefixCaching, ABlockHitsOnlyWithEverythingBeforeIt) {
   EXPECT_EQ(*partly, 4) << "Only the first block of this prompt is cached with everything before it.";
   EXPECT_EQ(m.block_table(3)[0], m.block_table(1)[0]);
   EXPECT_NE(m.block_table(3)[1], m.block_table(1)[1]);
+  const auto shifted = m.admit(4, tokens(5, 4));  // its first block holds the tokens of a's second block
+  ASSERT_TRUE(shifted.has_value()) << kAdmitFails;
+  EXPECT_EQ(*shifted, 0) << "Tokens 4, 5, 6, 7 at the start of a prompt are not tokens 4, 5, 6, 7 after 0, 1, 2, 3: "
+                            "the key of a block is its whole prefix, so this prompt's first block must not hit.";
 }
 
 TEST(KVPrefixCaching, ReleasedBlocksStayFindableAndCountAsFree) {
