@@ -97,7 +97,7 @@ class KVCacheManager {
     request.table.reserve(static_cast<std::size_t>(blocks));
     const int full = prefix_caching_ ? len / block_tokens_ : 0;
     const int first_new = static_cast<int>(hits.size());
-    NewEntries entries(cache_, static_cast<std::size_t>(std::max(full - first_new, 0)));
+    NewEntries entries(cache_, static_cast<std::size_t>(full - first_new));  // first_new <= full
     std::vector<int> idle;
     auto place = requests_.end();
     try {
@@ -148,10 +148,8 @@ class KVCacheManager {
     int fresh = -1;
     try {
       if (fills && prefix_caching_) {
-        std::vector<int> key;
-        key.reserve(static_cast<std::size_t>(n) + 1);
-        key.assign(request.tokens.begin(), request.tokens.end());
-        key.push_back(token);
+        std::vector<int> key(static_cast<std::size_t>(n) + 1, token);  // the tokens so far, then `token`
+        std::copy(request.tokens.begin(), request.tokens.end(), key.begin());
         entries.add(std::move(key));
       }
       if (takes && pool_.num_free() > 0) fresh = pool_.allocate(1)->front();
@@ -264,7 +262,6 @@ class KVCacheManager {
       for (const Slot& s : slots_) {
         if (s.inserted) cache_.erase(cache_.find(s.entry->first));
       }
-      slots_.clear();
     }
 
    private:

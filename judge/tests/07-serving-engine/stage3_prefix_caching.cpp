@@ -160,6 +160,47 @@ TEST(KVPrefixCaching, AHitMakesABlockRecentlyUsedAgain) {
   EXPECT_EQ(*b, 0) << "The second prompt's blocks were the ones unused longest, so they were evicted.";
 }
 
+TEST(KVPrefixCaching, AHitTakesTheBlockOffTheUnusedListOnce) {
+  KVCacheManager m(3, 4);
+  ASSERT_TRUE(m.admit(1, tokens(4, 0)).has_value()) << kAdmitFails;  // block 0, cached
+  m.release(1);                                                      // block 0 unused
+  ASSERT_TRUE(m.admit(2, tokens(4, 100)).has_value()) << kAdmitFails;  // block 1, cached
+  m.release(2);                                                        // block 1 unused, after block 0
+  const auto hit = m.admit(3, tokens(5, 100));
+  ASSERT_TRUE(hit.has_value()) << kAdmitFails;
+  EXPECT_EQ(*hit, 4) << "The prompt's first block is cached.";
+  EXPECT_EQ(m.num_free_blocks(), 1)
+      << "The hit block is in use again: only the other cached block counts as free (the idle block went to the "
+         "prompt's second block).";
+  const auto again = m.admit(4, tokens(5, 100));
+  ASSERT_TRUE(again.has_value())
+      << "A second hit on a block already in use needs one more block, and one cached block is unused: admit must "
+         "evict it. A block taken off the unused list by the first hit must not count against the second.";
+  EXPECT_EQ(*again, 4);
+  EXPECT_EQ(m.num_free_blocks(), 0);
+  EXPECT_EQ(m.stats().evictions, 1u);
+  m.release(3);
+  m.release(4);
+  EXPECT_EQ(m.num_free_blocks(), 3) << "Every block is free once both requests are released.";
+}
+
+TEST(KVPrefixCaching, AnEvictedBlockIsNoLongerCached) {
+  KVCacheManager m(2, 4);
+  ASSERT_TRUE(m.admit(1, tokens(4)).has_value()) << kAdmitFails;
+  m.release(1);  // its block cached, unused
+  ASSERT_TRUE(m.admit(2, tokens(3, 100)).has_value()) << kAdmitFails;  // the idle block
+  ASSERT_TRUE(m.admit(3, tokens(2, 200)).has_value()) << "admit must evict the unused cached block.";
+  EXPECT_EQ(m.num_cached_blocks(), 0) << "The evicted block is no longer findable.";
+  m.fork(3, 4);
+  m.release(3);
+  EXPECT_EQ(m.num_free_blocks(), 0)
+      << "The evicted block now holds request 3's partly filled block, and request 4 still uses it: it is not cached "
+         "any more, so dropping to one reference must not make it free.";
+  EXPECT_EQ(m.pool().refcount(m.block_table(4)[0]), 1);
+  m.release(4);
+  EXPECT_EQ(m.pool().num_free(), 1) << "Released by its last request, an evicted block is idle, not cached.";
+}
+
 TEST(KVPrefixCaching, AHitOnAnUnusedBlockIsNotFree) {
   KVCacheManager m(2, 4);
   ASSERT_TRUE(m.admit(1, tokens(5)).has_value()) << kAdmitFails;
