@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -24,6 +23,7 @@ struct BlockCopy {
   bool operator==(const BlockCopy&) const = default;
 };
 
+/// What the prefix cache did, counted since the manager was built.
 struct PrefixCacheStats {
   std::size_t queried_tokens;  ///< prompt tokens of every successful admit (0 while prefix caching is off)
   std::size_t hit_tokens;      ///< of those, the tokens whose KV admit found cached
@@ -39,7 +39,8 @@ struct PrefixCacheStats {
 /// With prefix caching, every full block is findable by its whole prefix: the tokens of the
 /// block and of every block before it. The key is that prefix itself, compared token for
 /// token, so two prompts that differ anywhere before a block never share it, and no hash can
-/// collide. A cached block carries one reference of the cache's own; when no request uses it
+/// collide. One block per key: a full block whose key another block already holds is not
+/// cached. A cached block carries one reference of the cache's own; when no request uses it
 /// any more it stays findable and counts as free, and is evicted only when no block of the
 /// pool is idle, the one unused longest first. A request gives its blocks back from its last
 /// to its first, so the end of a prompt is evicted before its beginning, which other prompts
@@ -48,15 +49,21 @@ struct PrefixCacheStats {
 /// Errors follow the kit's policy: unknown ids and an id admitted twice throw
 /// `std::invalid_argument`, a position outside a request throws `std::out_of_range`, and
 /// running out of blocks is a return value (`std::nullopt`, `false`) after which nothing has
-/// changed.
+/// changed. Every member that throws changes nothing, a `std::bad_alloc` from the heap
+/// included: each one first does everything that allocates (a request's tables, the cache's
+/// new entries, the idle blocks it takes from the pool), undoes that if a later allocation
+/// fails, and only then makes the changes that cannot fail (hits, evictions, references).
 class KVCacheManager {
  public:
   using RequestId = int;
 
   KVCacheManager(int num_blocks, int block_tokens, bool prefix_caching = true)
       : pool_(checked_blocks(num_blocks)), block_tokens_(checked_tokens(block_tokens)),
-        prefix_caching_(prefix_caching), key_of_(static_cast<std::size_t>(num_blocks)),
-        unused_at_(static_cast<std::size_t>(num_blocks), unused_.end()) {}
+        prefix_caching_(prefix_caching), entry_of_(static_cast<std::size_t>(num_blocks), nullptr),
+        links_(static_cast<std::size_t>(num_blocks) + 1, Links{kNotListed, kNotListed}) {
+    // The list of unused cached blocks is a ring through a sentinel, the index num_blocks.
+    links_.back() = Links{num_blocks, num_blocks};
+  }
 
   KVCacheManager(const KVCacheManager&) = delete;
   KVCacheManager& operator=(const KVCacheManager&) = delete;
@@ -74,61 +81,96 @@ class KVCacheManager {
 
     std::vector<int> hits;
     for (int i = 0; i < max_hits; ++i) {
-      const auto found = cached_.find(prefix(prompt, i + 1));
-      if (found == cached_.end()) break;
+      const auto found = cache_.find(prefix(prompt, i + 1));
+      if (found == cache_.end()) break;
       hits.push_back(found->second);
     }
-    // A hit on a block no request uses takes it off the free list: it cannot also be evicted.
+    // A hit on a block no request uses takes it off the unused list: it cannot also be evicted.
     int hits_on_unused = 0;
-    for (const int b : hits) hits_on_unused += pool_.refcount(b) == 1 ? 1 : 0;
+    for (const int b : hits) hits_on_unused += listed(b) ? 1 : 0;
     const int need = blocks - static_cast<int>(hits.size());
-    if (need > pool_.num_free() + static_cast<int>(unused_.size()) - hits_on_unused) return std::nullopt;
+    if (need > num_free_blocks() - hits_on_unused) return std::nullopt;
 
+    // 1. Everything that allocates, while nothing has changed yet.
     Request request;
     request.tokens.assign(prompt.begin(), prompt.end());
     request.table.reserve(static_cast<std::size_t>(blocks));
+    const int full = prefix_caching_ ? len / block_tokens_ : 0;
+    const int first_new = static_cast<int>(hits.size());
+    NewEntries entries(cache_, static_cast<std::size_t>(full - first_new));  // first_new <= full
+    std::vector<int> idle;
+    auto place = requests_.end();
+    try {
+      for (int i = first_new; i < full; ++i) entries.add(prefix(prompt, i + 1));
+      place = requests_.emplace(r, std::move(request)).first;
+      idle = *pool_.allocate(std::min(need, pool_.num_free()));  // the idle blocks first
+    } catch (...) {
+      if (place != requests_.end()) requests_.erase(place);
+      entries.undo();
+      throw;
+    }
+
+    // 2. Nothing below allocates or throws.
+    std::vector<int>& table = place->second.table;
     for (const int b : hits) {
       use(b);
-      request.table.push_back(b);
+      table.push_back(b);
     }
-    for (int i = 0; i < need; ++i) request.table.push_back(take_block());
-    for (int i = static_cast<int>(hits.size()); i < len / block_tokens_; ++i) {
-      remember(request.table[static_cast<std::size_t>(i)], prefix(prompt, i + 1));
+    for (const int b : idle) table.push_back(b);
+    while (static_cast<int>(table.size()) < blocks) table.push_back(take_unused(entries));
+    for (int i = first_new; i < full; ++i) {
+      entries.fill(static_cast<std::size_t>(i - first_new), table[static_cast<std::size_t>(i)], *this);
     }
-    requests_.emplace(r, std::move(request));
     if (prefix_caching_) {
       stats_.queried_tokens += static_cast<std::size_t>(len);
       stats_.hit_tokens += hits.size() * static_cast<std::size_t>(block_tokens_);
     }
-    return static_cast<int>(hits.size()) * block_tokens_;
+    return first_new * block_tokens_;
   }
 
   /// Room for one more token of `r`: a new block when its last one is full, a private copy
-  /// (added to `copies`) when its last block is partly filled and shared after a `fork`.
-  /// `false`, with nothing changed, when no block can be had.
+  /// (appended to `copies`, whose earlier elements stay) when its last block is partly filled
+  /// and shared after a `fork`. `false`, with nothing changed, when no block can be had.
   [[nodiscard]] bool append_token(RequestId r, int token, std::vector<BlockCopy>& copies) {
     Request& request = lookup(r, "append_token");
     const int n = static_cast<int>(request.tokens.size());
     const bool needs_block = n % block_tokens_ == 0;
     const bool shared = !needs_block && pool_.refcount(request.table.back()) > 1;
-    if ((needs_block || shared) && pool_.num_free() + static_cast<int>(unused_.size()) == 0) return false;
+    const bool takes = needs_block || shared;
+    if (takes && num_free_blocks() == 0) return false;
+    const bool fills = (n + 1) % block_tokens_ == 0;
+
+    // 1. Everything that allocates.
     room_for_one_more(request.tokens);
+    if (needs_block) room_for_one_more(request.table);
+    if (shared) room_for_one_more(copies);
+    NewEntries entries(cache_, 1);
+    int fresh = -1;
+    try {
+      if (fills && prefix_caching_) {
+        std::vector<int> key(static_cast<std::size_t>(n) + 1, token);  // the tokens so far, then `token`
+        std::copy(request.tokens.begin(), request.tokens.end(), key.begin());
+        entries.add(std::move(key));
+      }
+      if (takes && pool_.num_free() > 0) fresh = pool_.allocate(1)->front();
+    } catch (...) {
+      entries.undo();
+      throw;
+    }
+
+    // 2. Nothing below allocates or throws.
+    if (takes && fresh < 0) fresh = take_unused(entries);
     if (needs_block) {
-      room_for_one_more(request.table);
-      request.table.push_back(take_block());
+      request.table.push_back(fresh);
     } else if (shared) {
-      room_for_one_more(copies);
       const int old = request.table.back();
-      const int fresh = take_block();
-      pool_.release(old);  // shared, so it stays in use by the others
+      pool_.release(old);  // partly filled, so never cached: the others keep it in use
       request.table.back() = fresh;
       copies.push_back({old, fresh});
       ++stats_.copies;
     }
     request.tokens.push_back(token);
-    if ((n + 1) % block_tokens_ == 0) {
-      remember(request.table.back(), prefix(request.tokens, (n + 1) / block_tokens_));
-    }
+    if (fills && prefix_caching_) entries.fill(0, request.table.back(), *this);
     return true;
   }
 
@@ -136,9 +178,8 @@ class KVCacheManager {
   void fork(RequestId parent, RequestId child) {
     const Request& from = lookup(parent, "fork");
     if (requests_.contains(child)) bad_id(child, "fork", "is already admitted");
-    Request copy = from;
-    requests_.emplace(child, std::move(copy));
-    for (const int b : from.table) use(b);
+    requests_.emplace(child, from);  // may throw: nothing is retained yet
+    for (const int b : from.table) pool_.retain(b);  // every block is in use by the parent: none is listed
   }
 
   /// Gives up `r`'s blocks, from its last to its first.
@@ -148,13 +189,13 @@ class KVCacheManager {
     const std::vector<int>& table = found->second.table;
     for (auto b = table.rbegin(); b != table.rend(); ++b) {
       pool_.release(*b);
-      if (!key_of_[static_cast<std::size_t>(*b)].empty() && pool_.refcount(*b) == 1) {
-        unused_at_[static_cast<std::size_t>(*b)] = unused_.insert(unused_.end(), *b);
-      }
+      // Only the cache's reference is left: the block stays findable, and counts as free.
+      if (entry_of_[static_cast<std::size_t>(*b)] != nullptr && pool_.refcount(*b) == 1) list_newest(*b);
     }
     requests_.erase(found);
   }
 
+  /// `r`'s blocks in token order; the view is valid until the next call that changes `r`.
   [[nodiscard]] std::span<const int> block_table(RequestId r) const { return lookup(r, "block_table").table; }
   [[nodiscard]] int num_tokens(RequestId r) const {
     return static_cast<int>(lookup(r, "num_tokens").tokens.size());
@@ -166,8 +207,8 @@ class KVCacheManager {
     return request.table[static_cast<std::size_t>(position / block_tokens_)] * block_tokens_ +
            position % block_tokens_;
   }
-  [[nodiscard]] int num_free_blocks() const noexcept { return pool_.num_free() + static_cast<int>(unused_.size()); }
-  [[nodiscard]] int num_cached_blocks() const noexcept { return static_cast<int>(cached_.size()); }
+  [[nodiscard]] int num_free_blocks() const noexcept { return pool_.num_free() + unused_; }
+  [[nodiscard]] int num_cached_blocks() const noexcept { return static_cast<int>(cache_.size()); }
   [[nodiscard]] PrefixCacheStats stats() const noexcept { return stats_; }
   [[nodiscard]] const BlockPool& pool() const noexcept { return pool_; }
 
@@ -185,9 +226,56 @@ class KVCacheManager {
     }
   };
 
-  /// Room for one more element, taken before anything changes (so a bad_alloc changes
+  using Cache = std::unordered_map<std::vector<int>, int, PrefixHash>;  // whole prefix -> block
+  using Entry = Cache::value_type;  // a rehash moves no entry: pointers to them stay valid
+
+  static constexpr int kNoBlock = -1;    // an entry made ready for a block not yet known
+  static constexpr int kNotListed = -1;  // the links of a block not on the unused list
+
+  /// The cache entries one call will fill, one per new full block: inserted before anything
+  /// changes (inserting allocates), erased again by undo() if a later allocation fails.
+  class NewEntries {
+   public:
+    NewEntries(Cache& cache, std::size_t n) : cache_(cache) { slots_.reserve(n); }
+
+    /// The entry for `key`: a new one, or the one another block already holds.
+    void add(std::vector<int> key) {
+      const auto [at, inserted] = cache_.try_emplace(std::move(key), kNoBlock);
+      slots_.push_back({&*at, inserted});  // reserved: cannot throw
+    }
+
+    /// True when `e` is one of this call's keys (an eviction then keeps the entry for it).
+    [[nodiscard]] bool holds(const Entry* e) const noexcept {
+      return std::any_of(slots_.begin(), slots_.end(), [e](const Slot& s) { return s.entry == e; });
+    }
+
+    /// Block `b` takes key `i` unless another block holds it.
+    void fill(std::size_t i, int b, KVCacheManager& m) noexcept {
+      Entry* e = slots_[i].entry;
+      if (e->second != kNoBlock) return;  // one block per key
+      e->second = b;
+      m.entry_of_[static_cast<std::size_t>(b)] = e;
+      m.pool_.retain(b);  // the cache's own reference
+    }
+
+    void undo() noexcept {
+      for (const Slot& s : slots_) {
+        if (s.inserted) cache_.erase(cache_.find(s.entry->first));
+      }
+    }
+
+   private:
+    struct Slot {
+      Entry* entry;
+      bool inserted;
+    };
+    Cache& cache_;
+    std::vector<Slot> slots_;
+  };
+
+  /// Room for one more element, taken before anything changes (so that a bad_alloc changes
   /// nothing), growing the capacity geometrically: reserve(size() + 1) would reallocate and
-  /// copy the whole vector on every token.
+  /// copy the whole vector at every token.
   template <class T>
   static void room_for_one_more(std::vector<T>& v) {
     if (v.size() == v.capacity()) v.reserve(std::max<std::size_t>(2 * v.capacity(), 8));
@@ -197,36 +285,50 @@ class KVCacheManager {
     return {tokens.begin(), tokens.begin() + blocks * block_tokens_};
   }
 
-  /// A block for one request: an idle one, else the cached block unused longest.
-  int take_block() {
-    if (pool_.num_free() == 0) {
-      const int victim = unused_.front();
-      unused_.pop_front();
-      unused_at_[static_cast<std::size_t>(victim)] = unused_.end();
-      cached_.erase(key_of_[static_cast<std::size_t>(victim)]);
-      key_of_[static_cast<std::size_t>(victim)].clear();
-      pool_.release(victim);  // the cache's own reference: the block is idle now
-      ++stats_.evictions;
+  /// Evicts the cached block unused longest and hands it to the caller: the cache's reference
+  /// becomes the caller's, so the pool sees no change. Its entry goes, unless it is one of the
+  /// caller's own new keys, which then waits for the block that will hold it.
+  int take_unused(const NewEntries& mine) noexcept {
+    const int victim = links_.back().newer;  // the oldest
+    unlist(victim);
+    Entry*& e = entry_of_[static_cast<std::size_t>(victim)];
+    if (mine.holds(e)) {
+      e->second = kNoBlock;
+    } else {
+      cache_.erase(cache_.find(e->first));
     }
-    return pool_.allocate(1)->front();
+    e = nullptr;
+    ++stats_.evictions;
+    return victim;
   }
 
   /// One more reference to block `b`, which a request now uses.
-  void use(int b) {
-    auto& at = unused_at_[static_cast<std::size_t>(b)];
-    if (at != unused_.end()) {
-      unused_.erase(at);
-      at = unused_.end();
-    }
+  void use(int b) noexcept {
+    if (listed(b)) unlist(b);
     pool_.retain(b);
   }
 
-  /// Makes full block `b` findable by `key`, unless another block already is (one block per key).
-  void remember(int b, std::vector<int> key) {
-    if (!prefix_caching_ || cached_.contains(key)) return;
-    key_of_[static_cast<std::size_t>(b)] = key;
-    cached_.emplace(std::move(key), b);
-    pool_.retain(b);  // the cache's own reference
+  // The unused cached blocks, a doubly linked ring by block number through the sentinel (the
+  // last element of links_): its `newer` is the block unused longest, its `older` the latest.
+  struct Links {
+    int older, newer;
+  };
+  Links& links(int b) noexcept { return links_[static_cast<std::size_t>(b)]; }
+  [[nodiscard]] bool listed(int b) const noexcept { return links_[static_cast<std::size_t>(b)].older != kNotListed; }
+  void list_newest(int b) noexcept {
+    const int sentinel = static_cast<int>(links_.size()) - 1;
+    const int latest = links_.back().older;
+    links(b) = Links{latest, sentinel};
+    links(latest).newer = b;
+    links_.back().older = b;
+    ++unused_;
+  }
+  void unlist(int b) noexcept {
+    const Links at = links(b);
+    links(at.older).newer = at.newer;
+    links(at.newer).older = at.older;
+    links(b) = Links{kNotListed, kNotListed};
+    --unused_;
   }
 
   const Request& lookup(RequestId r, const char* what) const {
@@ -265,10 +367,10 @@ class KVCacheManager {
   int block_tokens_;
   bool prefix_caching_;
   std::unordered_map<RequestId, Request> requests_;
-  std::unordered_map<std::vector<int>, int, PrefixHash> cached_;  // whole prefix -> block
-  std::vector<std::vector<int>> key_of_;                         // block -> its key; empty when not cached
-  std::list<int> unused_;                                        // cached blocks no request uses, unused longest first
-  std::vector<std::list<int>::iterator> unused_at_;              // block -> its place in unused_, or end()
+  Cache cache_;
+  std::vector<Entry*> entry_of_;  // block -> its cache entry; nullptr when not cached
+  std::vector<Links> links_;      // the unused list, by block number, sentinel last
+  int unused_ = 0;                // blocks on the unused list
   PrefixCacheStats stats_{};
 };
 
