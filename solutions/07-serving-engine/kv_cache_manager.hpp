@@ -144,7 +144,7 @@ class KVCacheManager {
     room_for_one_more(request.tokens);
     if (needs_block) room_for_one_more(request.table);
     if (shared) room_for_one_more(copies);
-    NewEntries entries(cache_, 1);
+    NewEntries entries(cache_, fills && prefix_caching_ ? 1 : 0);  // most tokens fill no block
     int fresh = -1;
     try {
       if (fills && prefix_caching_) {
