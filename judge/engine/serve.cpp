@@ -76,11 +76,11 @@ void print_progress(int finished, int total) {
   std::exit(2);
 }
 
-/// The KV budget of the default runs, in blocks. `chat`: 128 blocks of 16 tokens, tight enough
-/// that requests queue and the paged managers preempt, with room for the largest request under
+/// The KV budget of the default runs, in blocks. `chat`: 102 blocks of 16 tokens, tight enough
+/// that requests queue and the paged managers preempt, with room for exactly the largest request under
 /// `reserve` (three samples of its prompt, each provisioned for 256 new tokens): blocks_needed()
 /// below refuses a budget that has not.
-int default_kv_blocks(std::string_view trace) { return trace == "tiny" ? 24 : 128; }
+int default_kv_blocks(std::string_view trace) { return trace == "tiny" ? 24 : 102; }
 int block_tokens_for(std::string_view trace) { return trace == "tiny" ? 4 : 16; }
 
 /// The blocks the largest request of the trace needs on its own under `manager`: a budget

@@ -25,7 +25,7 @@ struct Trace {
 
 /// `chat`: 200 requests, 0.75 steps apart on average (faster than any manager serves them, so
 /// the queue never runs dry and tokens/s measures the engine, not the arrivals). Every prompt starts with one of four system prompts
-/// (64-256 tokens), then a user turn of 16-128 tokens (the cube of a uniform number: short turns
+/// (64-176 tokens), then a user turn of 16-128 tokens (the cube of a uniform number: short turns
 /// likelier, mean 44). Each request is sent with a cap of 256 new tokens (the max_tokens a
 /// client sets, not knowing how long the answer will be) and generates 32-128 of them, the
 /// same skew (mean 56), before its stand-in for EOS, as chat answers do; one in ten asks for
@@ -40,7 +40,7 @@ struct Trace {
   const int systems = tiny ? 2 : 4;
   std::vector<std::vector<int>> system(static_cast<std::size_t>(systems));
   for (auto& s : system) {
-    s.resize(static_cast<std::size_t>(tiny ? rng.range(8, 16) : rng.range(64, 256)));
+    s.resize(static_cast<std::size_t>(tiny ? rng.range(8, 16) : rng.range(64, 176)));
     for (int& tok : s) tok = static_cast<int>(rng.next() % static_cast<std::uint64_t>(vocab));
   }
   const int count = tiny ? 12 : 200;
