@@ -273,14 +273,6 @@ class KVCacheManager {
     std::vector<Slot> slots_;
   };
 
-  /// Room for one more element, taken before anything changes (so that a bad_alloc changes
-  /// nothing), growing the capacity geometrically: reserve(size() + 1) would reallocate and
-  /// copy the whole vector at every token.
-  template <class T>
-  static void room_for_one_more(std::vector<T>& v) {
-    if (v.size() == v.capacity()) v.reserve(std::max<std::size_t>(2 * v.capacity(), 8));
-  }
-
   std::vector<int> prefix(std::span<const int> tokens, int blocks) const {
     return {tokens.begin(), tokens.begin() + blocks * block_tokens_};
   }
@@ -361,6 +353,14 @@ class KVCacheManager {
   [[noreturn, gnu::noinline, gnu::cold]] static void outside(RequestId r, int position) {
     throw std::out_of_range("KVCacheManager::slot: position " + std::to_string(position) + " is outside request " +
                             std::to_string(r));
+  }
+
+  /// Room for one more element, taken before anything changes (so that a bad_alloc changes
+  /// nothing), growing the capacity geometrically: reserve(size() + 1) would reallocate and
+  /// copy the whole vector at every token.
+  template <class T>
+  static void room_for_one_more(std::vector<T>& v) {
+    if (v.size() == v.capacity()) v.reserve(std::max<std::size_t>(2 * v.capacity(), 8));
   }
 
   BlockPool pool_;
