@@ -28,10 +28,14 @@ EXERCISE = "1, 01, arena or 01-arena"
 @dataclass(frozen=True)
 class Command:
     name: str
-    maintainers_only: bool
+    audience: str                                 # "learner", "instructor" or "maintainer"
     help: str
     handler: str                                  # "module:function" under lab/
     arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
+
+    @property
+    def maintainers_only(self) -> bool:
+        return self.audience == "maintainer"
 
 
 def _exercise(p: argparse.ArgumentParser) -> None:
@@ -92,6 +96,29 @@ def _serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, metavar="DIR", help="where to draw timeline.svg (default build/serve)")
 
 
+def _exercise_list(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--exercises", default="all", metavar="LIST",
+                   help="the exercises to grade, comma-separated (1,2,arena), or all (the default)")
+
+
+def _grade(p: argparse.ArgumentParser) -> None:
+    p.add_argument("folder", type=Path, metavar="DIR",
+                   help="one folder per learner; each exercise's header is found by its file name anywhere below")
+    _exercise_list(p)
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="(learner, exercise) pairs judged at once (default: the cores)")
+    p.add_argument("--out", type=Path, metavar="OUTDIR", help="where the grades go (default build/grades)")
+    p.add_argument("--compiler", default="clang", metavar="C", help=COMPILER_HELP)
+
+
+def _autograder(p: argparse.ArgumentParser) -> None:
+    p.add_argument("platform", choices=("gradescope", "prairielearn"), help="the course platform")
+    _exercise_list(p)
+    p.add_argument("-o", "--out", type=Path, metavar="PATH",
+                   help="gradescope: the zip to write (default build/autograder/gradescope.zip); prairielearn: "
+                        "the folder to write (default build/autograder/prairielearn)")
+
+
 def _check(p: argparse.ArgumentParser) -> None:
     p.add_argument("exercise", nargs="?", help="check one exercise only (default: all)")
     p.add_argument("--jobs", type=int, default=2, help="judges run at once (default 2)")
@@ -113,29 +140,33 @@ def _mutate(p: argparse.ArgumentParser) -> None:
 
 
 COMMANDS = (
-    Command("list", False, "every exercise in order, with your progress", "learner.verbs:list_command"),
-    Command("test", False, "build and run an exercise's staged tests", "learner.verbs:test_command", _test),
-    Command("hint", False, "the next hint for the first failing test of an exercise (its own hints, then its "
+    Command("list", "learner", "every exercise in order, with your progress", "learner.verbs:list_command"),
+    Command("test", "learner", "build and run an exercise's staged tests", "learner.verbs:test_command", _test),
+    Command("hint", "learner", "the next hint for the first failing test of an exercise (its own hints, then its "
             "stage's), one more each time", "learner.verbs:hint_command", _exercise),
-    Command("quiz", False, "the chapter's self-check: a few questions, each explained once you answer",
+    Command("quiz", "learner", "the chapter's self-check: a few questions, each explained once you answer",
             "learner.quiz:quiz_command", _exercise),
-    Command("watch", False, "judge an exercise each time you save it, and move on when it passes",
+    Command("watch", "learner", "judge an exercise each time you save it, and move on when it passes",
             "learner.watch:watch_command", _watch),
-    Command("reset", False, "put back the untouched skeleton of an exercise (your file is kept as a backup)",
+    Command("reset", "learner", "put back the untouched skeleton of an exercise (your file is kept as a backup)",
             "learner.workspace:reset_command", _exercise),
-    Command("solution", False, "show the reference solution, once your own file has passed",
+    Command("solution", "learner", "show the reference solution, once your own file has passed",
             "learner.workspace:solution_command", _solution),
-    Command("bench", False, "benchmark your allocator and the reference against real allocators",
+    Command("bench", "learner", "benchmark your allocator and the reference against real allocators",
             "learner.bench:bench_command", _bench),
-    Command("serve", False, "run a small LLM serving engine built on your allocators: throughput, KV cache, "
+    Command("serve", "learner", "run a small LLM serving engine built on your allocators: throughput, KV cache, "
             "heap allocations, a timeline, and proof its tokens equal a plain engine's",
             "learner.serve:serve_command", _serve),
-    Command("check", True, "prove the kit: references pass, skeletons fail, mistakes are caught",
+    Command("grade", "instructor", "judge a folder of learners' submissions in parallel: grades.csv, grades.json "
+            "and each learner's reports", "instructor.grade:grade_command", _grade),
+    Command("autograder", "instructor", "write the autograder a course platform runs: gradescope (a zip) or "
+            "prairielearn (an external grader's folder)", "instructor.autograder:autograder_command", _autograder),
+    Command("check", "maintainer", "prove the kit: references pass, skeletons fail, mistakes are caught",
             "maintainer.check:check_command", _check),
-    Command("doctor", True, "check the toolchain and print the apt command for what is missing",
+    Command("doctor", "maintainer", "check the toolchain and print the apt command for what is missing",
             "maintainer.doctor:doctor_command"),
-    Command("docs", True, "build the learner's HTML site into build/docs/html", "maintainer.docs:docs_command", _docs),
-    Command("mutate", True, "judge single-point mutants of a reference: which ones does the suite let through?",
+    Command("docs", "maintainer", "build the learner's HTML site into build/docs/html", "maintainer.docs:docs_command", _docs),
+    Command("mutate", "maintainer", "judge single-point mutants of a reference: which ones does the suite let through?",
             "maintainer.mutate:mutate_command", _mutate),
 )
 
@@ -170,11 +201,10 @@ def _parser(asked: list[str]) -> argparse.ArgumentParser:
     """The command line, with the arguments of the command `asked` names (argv's first word):
     only that command's arguments are ever parsed, and building the others' would import their
     modules (bench's defaults come from its module) on every start."""
-    learner = [c for c in COMMANDS if not c.maintainers_only]
-    maintainer = [c for c in COMMANDS if c.maintainers_only]
     width = max(len(c.name) for c in COMMANDS) + 2
-    listing = "\n".join(["the learner's commands:", *(f"  {c.name:<{width}}{c.help}" for c in learner), "",
-                         "the maintainer's commands:", *(f"  {c.name:<{width}}{c.help}" for c in maintainer)])
+    listing = "\n\n".join("\n".join([f"the {audience}'s commands:",
+                                       *(f"  {c.name:<{width}}{c.help}" for c in COMMANDS if c.audience == audience)])
+                           for audience in ("learner", "instructor", "maintainer"))
     p = argparse.ArgumentParser(prog="judge.py", formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description="AllocLab's judge: builds, tests and explains your allocators. Exit "
                                 "status: 0 all good, 1 the judged code failed, 2 bad usage or a missing toolchain.",
@@ -182,7 +212,8 @@ def _parser(asked: list[str]) -> argparse.ArgumentParser:
     sub = p.add_subparsers(title="commands", metavar="COMMAND", help="one of the commands below")
     for command in COMMANDS:
         s = sub.add_parser(command.name,
-                           description=("(maintainers) " if command.maintainers_only else "") + command.help)
+                           description={"maintainer": "(maintainers) ", "instructor": "(instructors) "}.get(
+                               command.audience, "") + command.help)
         if command.name in asked:
             command.arguments(s)
         s.set_defaults(command=command)

@@ -90,6 +90,9 @@ def tree_dir(compiler: str, sanitizer: str, impl: Impl, slot: str = "") -> Path:
 @contextmanager
 def locked(tree: Path):
     tree.mkdir(parents=True, exist_ok=True)
+    ids = process.run_as()
+    if ids and tree.stat().st_uid != ids[0]:
+        process.hand_over(tree, recursive=True)   # a tree built before as another user
     with open(tree / ".judge.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

@@ -22,6 +22,7 @@ def _macros(compiler: str, source: str, include_dir: Path) -> dict[str, str] | N
     with tempfile.NamedTemporaryFile("w", suffix=".cpp") as handle:
         handle.write(source)
         handle.flush()
+        process.hand_over(Path(handle.name))
         argv = [program(compiler), "-std=c++20", "-E", "-dM", "-I", str(include_dir), handle.name]
         result = process.run(argv, timeout=60, keep_bytes=8_000_000)
     if result.returncode != 0 or result.stdout.truncated:

@@ -151,6 +151,7 @@ def run_stages(binary: Path, stages: list[Stage], expected: dict[str, list[str]]
     test hung or crashed is run again without it, so that the other tests still get their
     verdicts."""
     with tempfile.TemporaryDirectory(prefix="alloclab-") as tmp, ThreadPoolExecutor(max(len(stages), 1)) as pool:
+        process.hand_over(Path(tmp))
         runs = [_StageRun(binary, stage, expected.get(stage.suite, []), env, limits, focus,
                           Path(tmp) / str(stage.number)) for stage in stages]
         again = list(pool.map(_StageRun.step, runs))
@@ -189,7 +190,9 @@ class _StageRun:
         result, outcomes, wanted, limits = self.result, self.outcomes, self.wanted, self.limits
         excluded = [name for name in wanted if name in outcomes]
         pattern = f"{listing.stage_filter(self.stage.suite)}:{CANARY}.*" + ("-" + ":".join(excluded) if excluded else "")
-        self.tmp.mkdir(parents=True, exist_ok=True)
+        if not self.tmp.is_dir():
+            self.tmp.mkdir(parents=True)
+            process.hand_over(self.tmp)
         report_path = self.tmp / f"report-{len(excluded)}.json"
         run = process.run([str(self.binary), f"--gtest_filter={pattern}", f"--gtest_output=json:{report_path}",
                           "--gtest_brief=0"], cwd=self.tmp, env=self.env,

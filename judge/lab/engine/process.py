@@ -3,6 +3,7 @@ process group, so that nothing it starts outlives it."""
 from __future__ import annotations
 
 import os
+import pwd
 import signal
 import subprocess
 import threading
@@ -78,6 +79,38 @@ def _drain(stream, keep: int, into: Captured, on_line: Callable[[str], None] | N
     into.tail = bytes(tail)
 
 
+# ALLOCLAB_RUN_AS names an unprivileged user every program the judge starts runs as (the
+# autograders set it in their containers, which run as root): the learner's code then cannot
+# write the results the judge reports, nor anything else root owns. The judge itself stays root.
+RUN_AS = "ALLOCLAB_RUN_AS"
+
+
+def run_as() -> tuple[int, int] | None:
+    """The (uid, gid) programs run as: ALLOCLAB_RUN_AS's, when the judge is root; else None."""
+    name = os.environ.get(RUN_AS, "")
+    if not name or os.geteuid() != 0:
+        return None
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise OSError(f"{RUN_AS}={name}: there is no such user") from None
+    return entry.pw_uid, entry.pw_gid
+
+
+def hand_over(path: Path, recursive: bool = False) -> None:
+    """Gives `path` to the user programs run as, when there is one, so that they can write it:
+    the build trees and the folders the tests run in."""
+    ids = run_as()
+    if ids is None:
+        return
+    if not recursive:
+        os.chown(path, *ids)
+        return
+    for folder, dirs, files in os.walk(path):
+        for name in (folder, *(os.path.join(folder, n) for n in dirs + files)):
+            os.chown(name, *ids, follow_symlinks=False)
+
+
 def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
         timeout: float, keep_bytes: int, on_stderr_line: Callable[[str], None] | None = None) -> RunResult:
     """Runs argv with no input, in the C locale. After `timeout` seconds the whole process
@@ -86,9 +119,11 @@ def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
     on its standard error, as it writes it (a progress report)."""
     start = time.monotonic()
     _become_subreaper()
+    ids = run_as()
+    who = dict(user=ids[0], group=ids[1], extra_groups=[]) if ids else {}
     with _SPAWN_LOCK:
         proc = subprocess.Popen(argv, cwd=cwd, env=untranslated(env), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **who)
         _SPAWNED.add(proc.pid)
     out, err = Captured(), Captured()
     readers = [threading.Thread(target=_drain, args=(proc.stdout, keep_bytes, out), daemon=True),
