@@ -15,8 +15,9 @@ ALLOWED = {
     "model": {"model"},
     "engine": {"terminal", "model", "engine"},
     "learner": {"terminal", "model", "engine", "learner"},
+    "instructor": {"terminal", "model", "engine", "learner", "instructor"},
     "maintainer": {"terminal", "model", "engine", "learner", "maintainer"},
-    "cli": {"terminal", "model", "engine", "learner", "maintainer"},
+    "cli": {"terminal", "model", "engine", "learner", "instructor", "maintainer"},
 }
 
 
@@ -83,7 +84,7 @@ class Layers(unittest.TestCase):
 
     def test_the_layers_are_folders(self):
         self.assertEqual(sorted(p.name for p in LAB.iterdir() if p.is_dir() and p.name != "__pycache__"),
-                         ["engine", "learner", "maintainer", "model"])
+                         ["engine", "instructor", "learner", "maintainer", "model"])
         self.assertEqual(sorted(p.name for p in LAB.glob("*.py")), ["__init__.py", "cli.py", "pipe.py", "ui.py"])
 
 

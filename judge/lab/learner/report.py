@@ -19,13 +19,13 @@ def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command:
     first_failing = verdict.first_failing_stage()
     for config in verdict.configs:
         out.append("")
-        out.extend(_config(config, first_failing, verbose))
+        out.extend(config_lines(config, first_failing, verbose))
     out.append("")
     out.append(_next_step(verdict, exercise, command))
     return "\n".join(out)
 
 
-def _config(config: ConfigResult, first_failing: int | None, verbose: bool) -> list[str]:
+def config_lines(config: ConfigResult, first_failing: int | None, verbose: bool) -> list[str]:
     b = config.build
     if not b.ok:
         lines = [ui.paint(f"{config.label}: does not compile", "red")]
@@ -45,11 +45,11 @@ def _config(config: ConfigResult, first_failing: int | None, verbose: bool) -> l
                               "yellow"))
     for stage in config.stages:
         detailed = verbose or first_failing is None or stage.number <= first_failing
-        lines.extend(_stage(stage, detailed, verbose))
+        lines.extend(stage_lines(stage, detailed, verbose))
     return lines
 
 
-def _stage(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
+def stage_lines(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
     ok = stage.status == "passed"
     count = f"{stage.passed_count}/{len(stage.tests)}"
     head = f"{ui.mark(ok)} Stage {stage.number} · {stage.title}  {count}"

@@ -70,6 +70,7 @@ class Stage:
     goal: str
     sanitizers: tuple[str, ...]
     hints: tuple[Hint, ...] = ()
+    points: float = 0.0           # what the stage is worth when graded (see Exercise.stage_points)
 
     @property
     def stage_hints(self) -> tuple[Hint, ...]:
@@ -136,6 +137,13 @@ class Exercise:
     def bench_dir(self) -> Path:
         return ROOT / "judge" / "bench" / self.name
 
+    def stage_points(self) -> tuple[float, ...]:
+        """What each stage is worth when graded: the catalog's `points`, or equal shares of 100
+        when the exercise's stages give none (the catalog gives all or none)."""
+        if any(s.points for s in self.stages):
+            return tuple(s.points for s in self.stages)
+        return tuple(100 / len(self.stages) for _ in self.stages)
+
     def stage_for_suite(self, suite: str) -> Stage | None:
         return next((s for s in self.stages if s.suite == suite), None)
 
@@ -188,6 +196,13 @@ def _hint(raw) -> Hint:
     return Hint(raw["level"], raw["text"].strip(), tuple(tests))
 
 
+def _points(stage: dict) -> float:
+    points = stage.get("points", 0)
+    if isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0 or "points" in stage and not points:
+        raise ValueError(f"stage {stage.get('suite', '?')}: points is a positive number, not {points!r}")
+    return float(points)
+
+
 def _exercise(raw: dict) -> Exercise:
     if "hints" in raw:
         raise ValueError(f"exercise {raw.get('slug', '?')} gives hints of its own; hints belong to its stages")
@@ -200,9 +215,13 @@ def _exercise(raw: dict) -> Exercise:
             goal=st.get("goal", ""),
             sanitizers=tuple(st.get("sanitizers", sanitizers)),
             hints=tuple(_hint(h) for h in st.get("hints", [])),
+            points=_points(st),
         )
         for i, st in enumerate(raw.get("stage", []), start=1)
     )
+    if any(s.points for s in stages) and not all(s.points for s in stages):
+        raise ValueError(f"exercise {raw.get('slug', '?')}: either every stage gives its points or none does "
+                         "(then each is worth an equal share of 100)")
     return Exercise(
         id=int(raw["id"]),
         slug=raw["slug"],

@@ -1,0 +1,178 @@
+"""`grade DIR`: a class's submissions judged in parallel on the instructor's machine.
+
+DIR holds one folder per learner. Every (learner, exercise) pair is judged as `judge.py test`
+judges it, `--jobs` pairs at a time, each in a slot of its own (grading.py), under the catalog's
+limits: a header that hangs, floods or crashes costs its own pair's time only.
+
+OUTDIR gets grades.csv (one row per learner), grades.json, and for each learner a folder with
+each exercise's report (NN-slug.txt) and grade (NN-slug.json). A grade records the hash of the
+header it judged: a rerun judges again only the pairs whose header changed, so an interrupted
+run resumes where it stopped. After changing the kit's tests, grade into a fresh OUTDIR."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from .. import ui
+from ..engine import build
+from ..model.catalog import Catalog, Exercise, shown
+from ..model.errors import UsageError
+from ..model.files import write_atomically
+from . import grading
+from .grading import ExerciseGrade
+
+
+def grade_command(args, catalog: Catalog) -> bool:
+    folder: Path = args.folder
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder: give the folder that holds one folder per learner")
+    learners = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not learners:
+        raise UsageError(f"{folder} holds no learner's folder: put each learner's files in a folder of their own")
+    exercises = grading.chosen_exercises(catalog, args.exercises)
+    if not exercises:
+        raise UsageError("--exercises names no exercise")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    compilers = build.compilers_for(args.compiler)
+    out: Path = args.out or build.BUILD_ROOT / "grades"
+    start = time.monotonic()
+    grades, judged, unchanged = grade_class(catalog, learners, exercises, compilers, args.jobs, out)
+    write_tables(out, learners, exercises, grades)
+    totals = [sum(grades[(learner.name, ex.name)].score for ex in exercises) for learner in learners]
+    most = sum(sum(ex.stage_points()) for ex in exercises)
+    missing = len(grades) - judged - unchanged
+    print(f"Graded {len(learners)} learner{'s' if len(learners) != 1 else ''} × {len(exercises)} "
+          f"exercise{'s' if len(exercises) != 1 else ''} in {grading.elapsed(time.monotonic() - start)} "
+          f"({judged} judged, {unchanged} unchanged since the last run, {missing} with no header to judge): "
+          f"mean total {sum(totals) / len(totals):.1f} of {most:g} → {shown(out / 'grades.csv')}")
+    return True
+
+
+def grade_class(catalog: Catalog, learners: list[Path], exercises: list[Exercise], compilers: tuple[str, ...],
+                jobs: int, out: Path) -> tuple[dict[tuple[str, str], ExerciseGrade], int, int]:
+    """Every pair's grade, by (learner, exercise name); how many pairs were judged, and how many
+    were unchanged since their saved grade (the others had no header to judge)."""
+    grades: dict[tuple[str, str], ExerciseGrade] = {}
+    todo: list[tuple[Path, Exercise, Path]] = []
+    unchanged = 0
+    for learner in learners:
+        headers = grading.find_headers(learner, exercises)
+        for ex in exercises:
+            found = headers[ex.name]
+            saved = _saved(out, learner.name, ex, found, compilers)
+            if saved is not None:
+                grades[(learner.name, ex.name)] = saved
+                unchanged += 1
+            elif isinstance(found, str):
+                grades[(learner.name, ex.name)] = _keep(out, learner.name, grading.ungraded(ex, found), compilers)
+            else:
+                todo.append((learner, ex, found))
+    todo.sort(key=lambda item: item[1].id)   # a slot stays on one exercise as long as it can
+    progress = _Progress(len(todo))
+    slots = build.Slots("grade", jobs)
+
+    def one(learner: Path, ex: Exercise, found: Path) -> ExerciseGrade:
+        with slots.taken() as slot:
+            return grading.grade_header(catalog, ex, found, compilers, slot, learner)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(one, *item): item for item in todo}
+        for future in as_completed(futures):
+            learner, ex, _ = futures[future]
+            grade = _keep(out, learner.name, future.result(), compilers)
+            grades[(learner.name, ex.name)] = grade
+            progress.done(f"{learner.name} · {ex.name}: {grade.score:g}/{grade.max_score:g} ({grade.message})")
+    progress.close()
+    return grades, len(todo), unchanged
+
+
+def _grade_file(out: Path, learner: str, exercise: str) -> Path:
+    return out / learner / f"{exercise}.json"
+
+
+def _saved(out: Path, learner: str, exercise: Exercise, found: Path | str,
+           compilers: tuple[str, ...]) -> ExerciseGrade | None:
+    """The saved grade of the pair when it judged this very header with these compilers."""
+    if isinstance(found, str):
+        return None
+    data = grading.read_header(found)
+    try:
+        saved = json.loads(_grade_file(out, learner, exercise.name).read_text(encoding="utf-8"))
+        if isinstance(data, bytes) and saved.get("compilers") == list(compilers) \
+                and saved["grade"]["digest"] == grading.digest(data):
+            return ExerciseGrade.from_json(saved["grade"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _keep(out: Path, learner: str, grade: ExerciseGrade, compilers: tuple[str, ...]) -> ExerciseGrade:
+    """Writes the pair's report and grade as soon as it is known, so that an interrupted run
+    keeps it."""
+    folder = out / learner
+    write_atomically(folder / f"{grade.exercise}.txt", (grade.report.rstrip("\n") + "\n").encode())
+    record = {"compilers": list(compilers), "grade": grade.to_json()}
+    write_atomically(_grade_file(out, learner, grade.exercise), json.dumps(record, indent=1).encode())
+    return grade
+
+
+def write_tables(out: Path, learners: list[Path], exercises: list[Exercise],
+                 grades: dict[tuple[str, str], ExerciseGrade]) -> None:
+    text = io.StringIO()
+    table = csv.writer(text, lineterminator="\n")
+    table.writerow(["student", *(ex.name for ex in exercises), "total"])
+    summary = []
+    for learner in learners:
+        row = [grades[(learner.name, ex.name)] for ex in exercises]
+        total = sum(g.score for g in row)
+        table.writerow([learner.name, *(_number(g.score) for g in row), _number(total)])
+        summary.append({"student": learner.name, "total": round(total, 2),
+                        "exercises": {g.exercise: {"score": round(g.score, 2), "max_score": round(g.max_score, 2),
+                                                   "status": g.status, "message": g.message,
+                                                   "stages_passed": [s.number for s in g.stages if s.passed],
+                                                   "report": f"{learner.name}/{g.exercise}.txt"} for g in row}})
+    write_atomically(out / "grades.csv", text.getvalue().encode())
+    document = {"exercises": [{"name": ex.name, "title": ex.title, "header": ex.header,
+                               "max_score": round(sum(ex.stage_points()), 2),
+                               "stage_points": [round(p, 2) for p in ex.stage_points()]} for ex in exercises],
+                "students": summary}
+    write_atomically(out / "grades.json", (json.dumps(document, indent=1) + "\n").encode())
+
+
+def _number(score: float) -> str:
+    return f"{round(score, 2):g}"
+
+
+class _Progress:
+    """A bar on a terminal; one line per graded pair elsewhere (a log)."""
+
+    def __init__(self, total: int):
+        self.total, self.count = total, 0
+        self.tty = sys.stderr.isatty()
+        self.lock = threading.Lock()
+        self._draw("")
+
+    def done(self, line: str) -> None:
+        with self.lock:
+            self.count += 1
+            if self.tty:
+                self._draw(line)
+            else:
+                print(line, flush=True)
+
+    def _draw(self, last: str) -> None:
+        if self.tty and self.total:
+            sys.stderr.write("\r\033[K" + f"grading {ui.bar(self.count, self.total)}  {last[:60]}")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.tty and self.total:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()

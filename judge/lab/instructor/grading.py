@@ -1,0 +1,253 @@
+"""Grading: a learner's headers found in whatever they handed in, each judged as `judge.py test`
+judges it, and scored stage by stage. `grade` and both autograders grade through here, so an
+instructor's verdict is the one the learner saw.
+
+A stage scores its points when it passes in every configuration it is judged in (compiler and
+instrumentation); an exercise scores the sum of its stages. A header that changes the test
+framework's macros scores nothing, since its passes prove nothing.
+
+Headers are judged in slots: build trees that jobs running at once never share, reused from one
+learner to the next so that each judgement compiles only the learner's code. A slot's folder
+holds the header being judged under its exercise's file name, which compiler messages quote;
+reports show the learner's own path in its place."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .. import ui
+from ..engine import build, judging
+from ..learner import report
+from ..model.catalog import Catalog, Exercise, shown
+from ..model.files import write_atomically
+from ..model.results import StageStatus, Verdict
+
+STAGING = build.BUILD_ROOT / "grade"
+LARGEST_HEADER = 1 << 20          # bytes; a larger "header" is not judged
+SKIPPED_FOLDERS = {"solutions", "build", "judge", "node_modules", "__MACOSX"}
+NOT_SUBMITTED, AMBIGUOUS, UNREADABLE, GRADED = "not submitted", "ambiguous", "unreadable", "graded"
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass
+class StageGrade:
+    number: int
+    title: str
+    goal: str
+    points: float        # what the stage is worth
+    earned: float        # `points` when it passed in every configuration, else 0
+    passed: bool
+    report: str = ""     # this stage in every configuration, as `test` reports it, in plain text
+
+
+@dataclass
+class ExerciseGrade:
+    exercise: str        # 01-arena
+    title: str
+    header: str          # arena.hpp
+    status: str          # graded, not submitted, ambiguous or unreadable
+    message: str         # one line: what a table cell or a summary says
+    score: float
+    max_score: float
+    stages: list[StageGrade] = field(default_factory=list)
+    report: str = ""         # the whole report, as `judge.py test` prints it, in plain text
+    compile_error: str = ""  # the first compiler error and the lines the compiler quotes; "" when it built
+    digest: str = ""         # sha256 of the header judged
+    seconds: float = 0.0
+    verdict: dict | None = None   # Verdict.to_json(), the learner's path in place of the slot's
+    source: str = ""             # the header's path inside the learner's folder
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(data: dict) -> "ExerciseGrade":
+        fields = dict(data)
+        fields["stages"] = [StageGrade(**s) for s in data.get("stages", [])]
+        return ExerciseGrade(**fields)
+
+
+def find_headers(folder: Path, exercises: list[Exercise]) -> dict[str, Path | str]:
+    """Each exercise's header in a learner's folder, found by its file name anywhere below (a
+    clone of the kit and a flat upload both work), or the sentence that says why there is none.
+    Hidden folders and the kit's own (solutions/, judge/, build/) are not searched, symbolic
+    links are not followed."""
+    wanted = {ex.header: ex for ex in exercises}
+    found: dict[str, list[Path]] = {ex.name: [] for ex in exercises}
+    for here, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
+        for name in sorted(files):
+            path = Path(here) / name
+            if name in wanted and not path.is_symlink():
+                found[wanted[name].name].append(path)
+    headers: dict[str, Path | str] = {}
+    for ex in exercises:
+        paths = found[ex.name]
+        if not paths:
+            headers[ex.name] = f"{NOT_SUBMITTED}: no file named {ex.header} was handed in"
+        elif len(paths) > 1:
+            listed = ", ".join(p.relative_to(folder).as_posix() for p in paths[:4])
+            headers[ex.name] = (f"{AMBIGUOUS}: {len(paths)} files are named {ex.header} ({listed}); hand in "
+                                "exactly one")
+        else:
+            headers[ex.name] = paths[0]
+    return headers
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def ungraded(exercise: Exercise, why: str) -> ExerciseGrade:
+    """The grade of a header that could not be judged: 0, and why."""
+    status = why.split(":", 1)[0] if why.split(":", 1)[0] in (NOT_SUBMITTED, AMBIGUOUS, UNREADABLE) else UNREADABLE
+    points = exercise.stage_points()
+    return ExerciseGrade(exercise.name, exercise.title, exercise.header, status, why, 0.0, sum(points),
+                         [StageGrade(s.number, s.title, s.goal, p, 0.0, False, why)
+                          for s, p in zip(exercise.stages, points)], report=why)
+
+
+def read_header(path: Path) -> bytes | str:
+    """The header's bytes, or why they cannot be judged."""
+    try:
+        size = path.stat().st_size
+        if size > LARGEST_HEADER:
+            return f"{UNREADABLE}: {path.name} is {size / 1e6:.1f} MB, and a header over {LARGEST_HEADER >> 20} MB " \
+                   "is not judged"
+        return path.read_bytes()
+    except OSError as err:
+        return f"{UNREADABLE}: {path.name} cannot be read ({err.strerror or err})"
+
+
+@contextmanager
+def slot_folder(slot: str):
+    """The slot's staging folder, held for the whole judgement: two graders started at once
+    with the same slot names take turns on it."""
+    folder = STAGING / slot
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield folder
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def grade_header(catalog: Catalog, exercise: Exercise, found: Path | str, compilers: tuple[str, ...],
+                 slot: str, learner_folder: Path | None = None) -> ExerciseGrade:
+    """Judges one header (or scores 0 the reason `found` gives instead) in slot `slot`. Never
+    raises for what the header does."""
+    if isinstance(found, str):
+        return ungraded(exercise, found)
+    data = read_header(found)
+    if isinstance(data, str):
+        return ungraded(exercise, data)
+    source = found.relative_to(learner_folder).as_posix() if learner_folder else found.name
+    with slot_folder(slot) as folder:
+        staged = folder / exercise.name / exercise.header
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(staged, data, 0o644)
+        verdict = judging.judge(judging.Request(exercise, build.Impl("source", staged), compilers, slot=slot),
+                                catalog.limits)
+    return scored(exercise, verdict, staged, source, digest(data))
+
+
+def scored(exercise: Exercise, verdict: Verdict, staged: Path, source: str, header_digest: str) -> ExerciseGrade:
+    """The grade of a verdict, every mention of the slot's copy of the header replaced by the
+    learner's own path."""
+    def own(text: str) -> str:
+        text = _ANSI_RE.sub("", text)
+        for name in (str(staged), shown(staged)):
+            text = text.replace(name, source)
+        return text
+
+    stages = []
+    for stage, points in zip(exercise.stages, exercise.stage_points()):
+        results = [s for c in verdict.configs for s in c.stages if s.number == stage.number]
+        passed = bool(results) and not verdict.tampering and all(s.status == StageStatus.PASSED for s in results)
+        stages.append(StageGrade(stage.number, stage.title, stage.goal, points, points if passed else 0.0, passed,
+                                 own(stage_report(verdict, stage.number))))
+    error = _compile_error(verdict)
+    grade = ExerciseGrade(exercise.name, exercise.title, exercise.header, GRADED, "",
+                          sum(s.earned for s in stages), sum(s.points for s in stages), stages,
+                          own(report.render(verdict, exercise)), own(error), header_digest, verdict.seconds,
+                          json.loads(own(json.dumps(verdict.to_json()))), source)
+    grade.message = own(_message(grade, verdict, error))
+    return grade
+
+
+def stage_report(verdict: Verdict, number: int) -> str:
+    """Stage `number` in every configuration it was judged in, as the report shows it, with the
+    build's failure in place of its tests when the header did not build."""
+    lines = [f"{ui.FAIL} The header under test changes the test framework: {t}. Tests judged through "
+             "altered assertions prove nothing, so no stage scores." for t in verdict.tampering]
+    for config in verdict.configs:
+        stage = next((s for s in config.stages if s.number == number), None)
+        if stage is None:
+            continue
+        if not config.build.ok or config.build.problem:
+            lines.extend(report.config_lines(config, number, False))
+        else:
+            lines.append(config.label)
+            lines.extend(report.stage_lines(stage, True, False))
+    return "\n".join(lines)
+
+
+def _compile_error(verdict: Verdict) -> str:
+    for config in verdict.configs:
+        b = config.build
+        if b.ok:
+            continue
+        if b.error:
+            return "\n".join([f"{b.error.where()}: {b.error.severity}: {b.error.message}", *b.error.context])
+        return b.problem
+    return ""
+
+
+def _message(grade: ExerciseGrade, verdict: Verdict, error: str) -> str:
+    if verdict.tampering:
+        return "scored 0: the header changes the test framework's macros"
+    if error:
+        return "does not compile: " + error.splitlines()[0]
+    passed = [s.number for s in grade.stages if s.passed]
+    if len(passed) == len(grade.stages):
+        return "passes every stage"
+    failing = next(s for s in grade.stages if not s.passed)
+    head = f"stage{'s' if len(passed) > 1 else ''} {', '.join(map(str, passed))} of {len(grade.stages)} pass" \
+        if passed else "no stage passes"
+    return f"{head}; the first failing is stage {failing.number} ({failing.title})"
+
+
+def grade_learner(catalog: Catalog, folder: Path, exercises: list[Exercise], compilers: tuple[str, ...],
+                  jobs: int) -> list[ExerciseGrade]:
+    """Every chosen exercise of one learner's folder, `jobs` at a time, in catalog order: what
+    the autograders grade a submission with."""
+    headers = find_headers(folder, exercises)
+    slots = build.Slots("grade", jobs)
+
+    def one(exercise: Exercise) -> ExerciseGrade:
+        with slots.taken() as slot:
+            return grade_header(catalog, exercise, headers[exercise.name], compilers, slot, folder)
+
+    with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+        return list(pool.map(one, exercises))
+
+
+def chosen_exercises(catalog: Catalog, names: str) -> list[Exercise]:
+    """`all` or a comma-separated list (`1,2,arena`), in catalog order."""
+    if names.strip().lower() == "all":
+        return list(catalog.exercises)
+    picked = {catalog.resolve(name).id for name in names.split(",") if name.strip()}
+    return [ex for ex in catalog.exercises if ex.id in picked]
+
+
+def elapsed(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes} min {secs} s" if minutes else f"{seconds:.1f} s"
