@@ -64,6 +64,6 @@ chmod 755 /autograder
 warm="$(mktemp -d)"
 trap 'rm -rf "$warm"' EXIT
 chmod 755 "$warm"
-(cd "$kit" && ALLOCLAB_RUN_AS="$user" NO_COLOR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$kit/judge" \
+(cd -P "$kit" && ALLOCLAB_RUN_AS="$user" NO_COLOR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$kit/judge" \
   "$python" -c 'import sys; from lab.instructor import gradescope; sys.exit(gradescope.main(sys.argv[1:]))' \
   --references "$warm" "$here/autograder.json")

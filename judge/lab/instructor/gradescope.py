@@ -303,16 +303,15 @@ def stage_test(grade, stage) -> dict:
 
 
 def stage_output(grade, stage) -> str:
-    """The stage's part of the judge's report, in Markdown: what the stage asks, then the report
-    (or the first compiler error) as the terminal shows it, in a code block."""
-    head = f"**Stage {stage.number}, {stage.title}:** {stage.goal}."
+    """The stage's part of the judge's report, in Markdown: the verdict in a sentence, then the
+    report of the stage (or the first compiler error) as the terminal shows it, in a code block."""
     if grade.status != grading.GRADED:
-        return f"{head}\n\n**Not graded:** {_md_text(grade.message)}"
+        return f"**Not graded:** {_md_text(grade.message)}"
     if grade.compile_error:
-        return (f"{head}\n\n**Your {grade.header} does not compile**, so no stage can pass. The first error:\n\n"
+        return (f"**Your {grade.header} does not compile**, so no stage can pass. The first error:\n\n"
                 f"{code_block(grade.compile_error)}")
     verdict = "passes" if stage.passed else "fails"
-    return f"{head}\n\nThis stage {verdict}.\n\n{code_block(stage.report or grade.message)}"
+    return f"Stage {stage.number} ({_md_text(stage.title)}) {verdict}.\n\n{code_block(stage.report or grade.message)}"
 
 
 def summary(grades: list, score: float, max_score: float, leaderboard: list[dict], notes: list[str]) -> str:
