@@ -134,6 +134,7 @@ class Autograder(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="alloclab-gradescope-")
+        os.chmod(cls.tmp.name, 0o755)   # as in /autograder: the unprivileged user reaches the submission
         cls.root = Path(cls.tmp.name) / "autograder"
         (cls.root / "source").mkdir(parents=True)
         (cls.root / "source" / "alloclab").symlink_to(ROOT)
@@ -144,8 +145,9 @@ class Autograder(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
-    def grade(self, header: str | None, files: dict[str, str] | None = None) -> tuple[dict, str]:
-        """run_autograder on a submission of arena.hpp (and `files`); the results and what it printed."""
+    def grade(self, header: str | None, files: dict[str, str] | None = None, user: str = "") -> tuple[dict, str]:
+        """run_autograder on a submission of arena.hpp (and `files`), the learner's code run as
+        `user` when one is named; the results and what it printed."""
         for name in ("submission", "results"):
             shutil.rmtree(self.root / name, ignore_errors=True)
         for name in ("forged", "survived"):
@@ -155,7 +157,8 @@ class Autograder(unittest.TestCase):
             (self.root / "submission" / "arena.hpp").write_text(header, encoding="utf-8")
         for name, text in (files or {}).items():
             (self.root / "submission" / name).write_text(text, encoding="utf-8")
-        proc = subprocess.run(["bash", str(RUN_AUTOGRADER)], env=env(self.root), capture_output=True, text=True,
+        environment = dict(env(self.root), ALLOCLAB_AUTOGRADER_USER=user) if user else env(self.root)
+        proc = subprocess.run(["bash", str(RUN_AUTOGRADER)], env=environment, capture_output=True, text=True,
                               timeout=900, stdin=subprocess.DEVNULL)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertNotIn("Traceback", proc.stderr)
@@ -233,6 +236,22 @@ class Autograder(unittest.TestCase):
         self.assert_stage_tests(data)
         self.assertEqual(data["score"], 100, "the judge's own verdict on a correct arena, not the forged 1000")
         self.assertNotEqual(data["output"], "forged")
+
+    @unittest.skipUnless(os.geteuid() == 0,
+                         "only root can run the learner's code as another user, as Gradescope's container does")
+    def test_as_an_unprivileged_user_the_learners_code_cannot_write_beside_the_results(self):
+        import pwd
+        try:
+            pwd.getpwnam("nobody")
+        except KeyError:
+            self.skipTest("there is no user nobody to run the learner's code as")
+        data, _ = self.grade(HOSTILE, user="nobody")
+        self.assertFalse((self.root / "forged").exists(),
+                         "code run as the unprivileged user wrote into the autograder's root")
+        self.assertEqual(stat.S_IMODE((self.root / "results").stat().st_mode), 0o700,
+                         "the results folder is the grader's alone")
+        self.assert_stage_tests(data)
+        self.assertEqual(data["score"], 100, data["output"])
 
     def test_a_submission_without_the_header_scores_0_and_says_what_was_missing(self):
         data, _ = self.grade(None, {"notes.txt": "I did not finish\n"})

@@ -91,8 +91,10 @@ def tree_dir(compiler: str, sanitizer: str, impl: Impl, slot: str = "") -> Path:
 def locked(tree: Path):
     tree.mkdir(parents=True, exist_ok=True)
     ids = process.run_as()
-    if ids and tree.stat().st_uid != ids[0]:
-        process.hand_over(tree, recursive=True)   # a tree built before as another user
+    if ids:
+        # Every time, not only when the folder itself belongs to another user: a tree handed over
+        # once and later built by the judge as itself holds files its own user cannot replace.
+        process.hand_over(tree, recursive=True)
     with open(tree / ".judge.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
