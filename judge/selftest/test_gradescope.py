@@ -186,6 +186,22 @@ class Autograder(unittest.TestCase):
             self.assertEqual((test["output_format"], test["visibility"]), ("md", "visible"))
             self.assertLess(len(test["output"]), gradescope.OUTPUT_CHARS + 2000, "a test's output stays bounded")
 
+    def test_setup_grades_the_references_in_every_slot_and_requires_full_marks(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            recorded = self.root / "source" / gradescope.SETTINGS
+            printed = io.StringIO()
+            with redirect_stdout(printed):
+                status = gradescope.main(["--references", str(Path(tmp) / "warm"), str(recorded)])
+            self.assertEqual(status, 0, printed.getvalue())
+            self.assertIn("The references score 100 of 100", printed.getvalue())
+            with mock.patch.object(grading, "grade_header", side_effect=lambda catalog, exercise, *rest, **kw:
+                                   grading.ungraded(exercise, "not submitted: the test took it away")), \
+                    redirect_stdout(io.StringIO()) as refused:
+                status = gradescope.main(["--references", str(Path(tmp) / "again"), str(recorded)])
+            self.assertEqual(status, 1, "an image whose references do not score full marks is refused")
+            self.assertIn("would grade wrongly", refused.getvalue())
+
     def test_the_reference_scores_full_marks_with_a_leaderboard_figure(self):
         data, printed = self.grade(REFERENCE)
         self.assert_stage_tests(data)
@@ -322,6 +338,24 @@ class Format(unittest.TestCase):
         fence = block.split("text", 1)[0]
         self.assertEqual(fence, "``````", "the fence is longer than any run of backticks inside")
         self.assertTrue(block.endswith("\n" + fence))
+
+    def test_the_grader_judges_as_many_exercises_at_once_as_it_has_cores(self):
+        self.assertTrue(1 <= gradescope.cores() <= (os.cpu_count() or 1))
+        with mock.patch.object(os, "sched_getaffinity", return_value={0, 1, 2, 3, 4, 5, 6, 7}), \
+                mock.patch.object(Path, "read_text", side_effect=lambda *a, **k: "50000 100000"):
+            self.assertEqual(gradescope.cores(), 1, "half a CPU's quota (Gradescope's default) is one job")
+
+    def test_no_test_program_may_outgrow_the_container(self):
+        catalog = cat.load()
+        with mock.patch.object(gradescope, "cores", return_value=2):
+            for memory, jobs, test_mb in ((768, 1, 368), (2048, 2, 624), (4096, 2, 1648), (None, 2, None)):
+                with mock.patch.object(gradescope, "container_memory_mb", return_value=memory):
+                    fitted, got_jobs = gradescope.fitted(catalog)
+                self.assertEqual(got_jobs, jobs, f"jobs in a container of {memory} MB")
+                self.assertEqual(fitted.limits.memory_mb, test_mb or catalog.limits.memory_mb,
+                                 f"a test program's memory in a container of {memory} MB: what is left once the "
+                                 "other jobs' compilers have theirs, or Gradescope kills the whole grader")
+        self.assertEqual(catalog.limits.memory_mb, cat.load().limits.memory_mb, "the catalog itself is untouched")
 
     def test_a_long_report_is_clipped_to_its_head_and_tail(self):
         text = "head\n" + "x" * (3 * gradescope.OUTPUT_CHARS) + "\ntail"

@@ -15,6 +15,7 @@ saying that the fault is not the learner's, so that staff can regrade once it is
 `root` is /autograder, or ALLOCLAB_AUTOGRADER_ROOT when set (how the judge's tests run it)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import statistics
@@ -24,6 +25,7 @@ import sys
 import time
 import traceback
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..engine import build
@@ -137,12 +139,16 @@ def main(argv: list[str]) -> int:
 
 
 def references(root: Path, recorded: Path) -> int:
-    """Grades the references as one submission in `root` (a folder of its own, not /autograder)."""
+    """Grades the references as one submission in `root` (a folder of its own, not /autograder),
+    after judging each of them once in every slot a submission may take: whichever slot an
+    exercise lands in then holds its build, its precompiled header and its reference listing."""
     (root / "source").mkdir(parents=True, exist_ok=True)
     (root / "source" / SETTINGS).write_bytes(recorded.read_bytes())
     try:
-        catalog = cat.load()
-        exercises = grading.chosen_exercises(catalog, ",".join(settings(root)["exercises"]))
+        chosen = settings(root)
+        catalog, _ = fitted(cat.load())
+        exercises = grading.chosen_exercises(catalog, ",".join(chosen["exercises"]))
+        compilers = tuple(c for choice in chosen["compilers"] for c in build.compilers_for(choice))
     except (UsageError, GraderFailure) as err:
         print(f"the references cannot be graded: {err}")
         return 1
@@ -151,6 +157,23 @@ def references(root: Path, recorded: Path) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / exercise.header).write_bytes(exercise.solution_file.read_bytes())
         os.chmod(folder / exercise.header, 0o644)
+    slots = [f"grade{i}" for i in range(cores())]   # the names grading.grade_learner's slots take
+    print(f"Building every exercise in {len(slots)} slot{'s' if len(slots) > 1 else ''}…", flush=True)
+
+    def warm(slot: str) -> list[str]:
+        wrong = []
+        for exercise in exercises:
+            header = root / "submission" / exercise.name / exercise.header
+            grade = grading.grade_header(catalog, exercise, header, compilers, slot, root / "submission")
+            if grade.score != grade.max_score:
+                wrong.append(f"{exercise.name} in slot {slot}: {grade.message}")
+        return wrong
+
+    with ThreadPoolExecutor(max_workers=len(slots)) as pool:
+        wrong = [w for found in pool.map(warm, slots) for w in found]
+    if wrong:
+        print("The references do not score full marks, so this image would grade wrongly:\n" + "\n".join(wrong))
+        return 1
     if run(root) != 0:
         return 1
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
@@ -208,12 +231,76 @@ def grade_submission(root: Path, start: float) -> dict:
         raise GraderFailure(f"there is no submission folder {submission}: the platform did not hand the "
                             "submission over")
     chosen = settings(root)
-    catalog = cat.load()
+    catalog, jobs = fitted(cat.load())
     exercises = grading.chosen_exercises(catalog, ",".join(chosen["exercises"]))
     compilers = tuple(c for choice in chosen["compilers"] for c in build.compilers_for(choice))
-    grades = grading.grade_learner(catalog, submission, exercises, compilers, os.cpu_count() or 1)
+    print(f"Grading {', '.join(ex.name for ex in exercises)}: {jobs} at a time, a test program stopped at "
+          f"{catalog.limits.memory_mb} MB.", flush=True)
+    grades = grading.grade_learner(catalog, submission, exercises, compilers, jobs)
     leaderboard, notes = board(catalog, exercises, grades, submission, compilers[0])
     return results_json(grades, time.monotonic() - start, leaderboard, notes)
+
+
+# What one job needs beside the test program it runs: the largest process of a whole grading
+# run was a compiler of 372 MB (measured with `/usr/bin/time -v`, all seven references).
+COMPILER_MB = 400
+JOB_MB = 1024      # a job per this much of the container's memory, at most one per core
+
+
+def container_memory_mb() -> int | None:
+    """The container's memory limit in MB (its cgroup's), or None when it has none."""
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 50:
+            return int(text) >> 20
+        return None
+    return None
+
+
+def fitted(catalog: Catalog) -> tuple[Catalog, int]:
+    """The catalog with its memory limit fitted to the container, and the jobs to run at once.
+    Gradescope kills the whole container when it runs out of memory, and then no results.json is
+    read at all: so no test may reach what is left of the container's memory once the compilers
+    of the other jobs have had theirs, and the judge stops it first, with a report that names
+    the limit. Without a container limit, the catalog's limits and one job per core."""
+    jobs = cores()
+    memory = container_memory_mb()
+    if memory is None:
+        return catalog, jobs
+    jobs = max(1, min(jobs, memory // JOB_MB))
+    test_mb = max(256, memory // jobs - COMPILER_MB)
+    if test_mb >= catalog.limits.memory_mb:
+        return catalog, jobs
+    return dataclasses.replace(catalog, limits=dataclasses.replace(catalog.limits, memory_mb=test_mb)), jobs
+
+
+def cores() -> int:
+    """The cores this container may use: its CPU affinity, bounded by its cgroup's CPU quota
+    (Gradescope gives an autograder a share of a larger machine, whose every core
+    os.cpu_count() counts)."""
+    try:
+        count = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        count = os.cpu_count() or 1
+    quota = None
+    try:   # cgroup v2: "max 100000" or "150000 100000"
+        limit, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if limit != "max":
+            quota = int(limit) / int(period)
+    except (OSError, ValueError):
+        try:   # cgroup v1
+            limit = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text())
+            period = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
+            if limit > 0 and period > 0:
+                quota = limit / period
+        except (OSError, ValueError):
+            pass
+    if quota is not None:
+        count = min(count, max(1, round(quota)))
+    return max(1, count)
 
 
 def board(catalog: Catalog, exercises: list[Exercise], grades: list, submission: Path,
