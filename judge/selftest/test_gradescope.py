@@ -208,10 +208,14 @@ class Autograder(unittest.TestCase):
         self.assertEqual(data["score"], 100, data["output"])
         self.assertTrue(all(t["status"] == "passed" for t in data["tests"]))
         self.assertIn("✓ Stage 1", data["tests"][0]["output"], "a test shows the judge's report of its stage")
-        self.assertEqual(len(data["leaderboard"]), 1, f"a passed exercise has its benchmark ratio: {data['output']}")
-        entry = data["leaderboard"][0]
-        self.assertEqual(entry["order"], "asc", "a lower time ratio ranks higher")
-        self.assertTrue(0.2 < entry["value"] < 5, f"the reference against itself is near 1, not {entry['value']}")
+        if not data["leaderboard"]:   # the machine's load moved the benchmark too much to rank it
+            self.assertIn("too much to rank", data["output"], "a passed exercise has its benchmark ratio, or a "
+                          "note that says why not")
+        else:
+            self.assertEqual(len(data["leaderboard"]), 1)
+            entry = data["leaderboard"][0]
+            self.assertEqual(entry["order"], "asc", "a lower time ratio ranks higher")
+            self.assertTrue(0.2 < entry["value"] < 5, f"the reference against itself is near 1, not {entry['value']}")
         self.assertIn("100 points", printed)
         kit_link = str(self.root / "source" / "alloclab")
         for cache in (ROOT / "build").glob("*/CMakeCache.txt"):
@@ -261,6 +265,9 @@ class Autograder(unittest.TestCase):
             pwd.getpwnam("nobody")
         except KeyError:
             self.skipTest("there is no user nobody to run the learner's code as")
+        closed = [str(folder) for folder in (ROOT, *ROOT.parents) if not folder.stat().st_mode & stat.S_IXOTH]
+        if closed:
+            self.skipTest(f"another user cannot reach the kit here ({closed[0]} is closed to others)")
         data, _ = self.grade(HOSTILE, user="nobody")
         self.assertFalse((self.root / "forged").exists(),
                          "code run as the unprivileged user wrote into the autograder's root")
