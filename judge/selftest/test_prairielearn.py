@@ -64,6 +64,14 @@ def environment(root: Path, **more: str) -> dict[str, str]:
     return dict(env, **more)
 
 
+def others_can_read(folder: Path) -> bool:
+    """Whether a user other than the owner can reach `folder` and read its files."""
+    for parent in [folder, *folder.parents]:
+        if not parent.stat().st_mode & stat.S_IXOTH:
+            return False
+    return all(p.stat().st_mode & stat.S_IROTH for p in folder.iterdir())
+
+
 class ResultsChecks:
     def valid(self, results: dict, where: str) -> None:
         self.assertEqual(formats.json_errors(results, SCHEMA), [], f"{where}: results.json against its schema")
@@ -323,6 +331,8 @@ class Grading(ResultsChecks, unittest.TestCase):
             pwd.getpwnam(UNPRIVILEGED)
         except KeyError:
             self.skipTest(f"there is no user {UNPRIVILEGED} to run the learner's code as")
+        if not others_can_read(self.exercise.tests_dir):
+            self.skipTest(f"{UNPRIVILEGED} cannot read the kit's tests in this checkout, as it can in the image")
         results = self.grade(self.stage4_mistake + FORGER, "01-arena", ALLOCLAB_RUN_AS=UNPRIVILEGED,
                              ALLOCLAB_SLOT=SLOT + "-run-as")
         self.check_forger_lost(results)
