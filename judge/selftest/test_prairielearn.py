@@ -240,6 +240,29 @@ class NoGrading(ResultsChecks, unittest.TestCase):
         self.assertIn("not a fault of your submission", results["message"])
         self.assertIn("status 3", results["output"])
 
+    def test_several_exercises_score_together_and_a_huge_report_stays_under_1_mb(self):
+        catalog = cat.load()
+        first, second = catalog.exercises[:2]
+        missing = grading.ungraded(first, f"{grading.NOT_SUBMITTED}: no file named {first.header} was handed in")
+        judged = grading.ungraded(second, "")
+        judged.status, judged.message = grading.GRADED, "stages 1 of 2 pass"
+        judged.stages[0].earned, judged.stages[0].passed = judged.stages[0].points, True
+        judged.score = judged.stages[0].points
+        judged.report = "flood\n" * 1_000_000
+        for stage in judged.stages:
+            stage.report = "x" * 3_000_000
+        results = prairielearn.results([missing, judged])
+        prairielearn._write_results(self.root, results)
+        written = self.results_of(self.root)
+        self.valid(written, "two exercises")
+        self.assertIs(written["gradable"], True, "one header handed in is enough to grade")
+        self.assertAlmostEqual(written["score"], judged.score / (missing.max_score + judged.max_score))
+        self.assertEqual(len(written["tests"]), len(first.stages) + len(second.stages), "one test per stage of each")
+        self.assertTrue(all(t["name"].startswith((first.name, second.name)) for t in written["tests"]),
+                        "with several exercises a test's name says which")
+        self.assertIn(f"no file named {first.header}", written["tests"][0]["message"])
+        self.assertIn("characters left out", written["tests"][-1]["output"], "a huge output is cut, head and tail")
+
     def test_an_unknown_exercise_is_the_graders_failure_not_the_learners(self):
         done = subprocess.run([str(ENTRY), "99-nothing"], capture_output=True, text=True, env=environment(self.root),
                               timeout=120)
@@ -310,6 +333,12 @@ class Grading(ResultsChecks, unittest.TestCase):
         for test in results["tests"]:
             self.assertEqual(test["points"], 0)
             self.assertIn(f"arena.hpp:{broken_at + 1}", test["output"], f"{test['name']} shows the error")
+
+    def test_warming_grades_the_reference_as_the_image_build_does(self):
+        done = subprocess.run([str(ENTRY), "--warm", "01-arena"], capture_output=True, text=True,
+                              env=environment(Path(tempfile.gettempdir()) / "unused"), timeout=900)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("01-arena: the reference scores 1", done.stdout)
 
     def check_forger_lost(self, results: dict) -> None:
         self.assertNotIn("forged", results["message"], "the header's results.json must be replaced by the judge's")
