@@ -240,6 +240,23 @@ class NoGrading(ResultsChecks, unittest.TestCase):
         self.assertIn("not a fault of your submission", results["message"])
         self.assertIn("status 3", results["output"])
 
+    def test_the_schema_refuses_what_prairielearn_could_not_show(self):
+        good = {"gradable": True, "score": 0.5, "message": "m", "output": "o",
+                "tests": [{"name": "Stage 1: basics", "description": "d", "points": 1, "max_points": 2,
+                           "message": "m", "output": "o"}]}
+        self.assertEqual(formats.json_errors(good, SCHEMA), [])
+        broken = {
+            "no tests": {k: v for k, v in good.items() if k != "tests"},
+            "a negative score": dict(good, score=-0.5),
+            "a score as text": dict(good, score="1"),
+            "a test without max_points": dict(good, tests=[{k: v for k, v in good["tests"][0].items()
+                                                            if k != "max_points"}]),
+            "a test named after no stage": dict(good, tests=[dict(good["tests"][0], name="Test 1")]),
+            "a field the grader never writes": dict(good, points=3),
+        }
+        for what, results in broken.items():
+            self.assertNotEqual(formats.json_errors(results, SCHEMA), [], f"the schema must refuse {what}")
+
     def test_several_exercises_score_together_and_a_huge_report_stays_under_1_mb(self):
         catalog = cat.load()
         first, second = catalog.exercises[:2]
