@@ -88,6 +88,26 @@ class FindingHeaders(unittest.TestCase):
         self.assertEqual([s.earned for s in grade.stages], [0.0] * 4)
 
 
+class Flags(unittest.TestCase):
+    def test_a_header_that_could_rewrite_its_results_is_flagged_for_a_human(self):
+        forger = """
+            #include <cstdio>
+            #include <cstdlib>
+            // a comment may say fopen or /proc/ freely
+            static int rewrite = std::atexit([] { std::FILE* f = std::fopen("/proc/self/cmdline", "r"); (void)f; });
+        """
+        self.assertEqual(grading.flags_of(forger), [
+            "uses /proc/, atexit, fopen: an allocator needs none of these, and a header could use them to rewrite "
+            "its test program's results or reach outside it; read it before you trust its score"])
+        self.assertTrue(grading.flags_of("pid_t child = ::fork();"))
+        self.assertTrue(grading.flags_of("int x = testing::UnitTest::GetInstance()->total_test_count();"))
+
+    def test_no_reference_and_no_skeleton_is_flagged(self):
+        for ex in cat.load().exercises:
+            for header in (ex.solution_file, ex.exercise_file):
+                self.assertEqual(grading.flags_of(header.read_text(encoding="utf-8")), [], header)
+
+
 class Points(unittest.TestCase):
     def catalog_with(self, *points: str) -> cat.Catalog:
         text = (ROOT / "judge" / "catalog.toml").read_text(encoding="utf-8")

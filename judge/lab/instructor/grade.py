@@ -52,6 +52,10 @@ def grade_command(args, catalog: Catalog) -> bool:
           f"exercise{'s' if len(exercises) != 1 else ''} in {grading.elapsed(time.monotonic() - start)} "
           f"({judged} judged, {unchanged} unchanged since the last run, {missing} with no header to judge): "
           f"mean total {sum(totals) / len(totals):.1f} of {most:g} → {shown(out / 'grades.csv')}")
+    flagged = sorted(f"{learner} ({exercise})" for (learner, exercise), g in grades.items() if g.flags)
+    if flagged:
+        print(ui.paint(f"  Read before you trust their scores: {', '.join(flagged[:6])}"
+                       f"{', …' if len(flagged) > 6 else ''}: grades.json says why under `flags`.", "yellow"))
     return True
 
 
@@ -137,6 +141,7 @@ def write_tables(out: Path, learners: list[Path], exercises: list[Exercise],
                         "exercises": {g.exercise: {"score": round(g.score, 2), "max_score": round(g.max_score, 2),
                                                    "status": g.status, "message": g.message,
                                                    "stages_passed": [s.number for s in g.stages if s.passed],
+                                                   "flags": g.flags,
                                                    "report": f"{learner.name}/{g.exercise}.txt"} for g in row}})
     write_atomically(out / "grades.csv", text.getvalue().encode())
     document = {"exercises": [{"name": ex.name, "title": ex.title, "header": ex.header,

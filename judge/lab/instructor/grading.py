@@ -63,6 +63,7 @@ class ExerciseGrade:
     seconds: float = 0.0
     verdict: dict | None = None   # Verdict.to_json(), the learner's path in place of the slot's
     source: str = ""             # the header's path inside the learner's folder
+    flags: list[str] = field(default_factory=list)   # what an instructor should read before trusting the score
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -99,6 +100,27 @@ def find_headers(folder: Path, exercises: list[Exercise]) -> dict[str, Path | st
         else:
             headers[ex.name] = paths[0]
     return headers
+
+
+# Functions an allocator's header has no use for, but a header that wants to rewrite its own test
+# program's report, or to reach outside it, does: the learner's code runs inside the test program,
+# so no judge can rule that out at run time. A header that uses one is flagged for a human to read.
+_OUTSIDE_RE = re.compile(
+    r"\b(fopen|freopen|fdopen|ofstream|ifstream|fstream|filesystem|openat|creat|unlink|rename|atexit|"
+    r"at_quick_exit|quick_exit|_exit|popen|system|execl|execle|execlp|execv|execve|execvp|clone|ptrace|dlopen|"
+    r"dlsym|syscall|kill|raise|signal|sigaction|setjmp|longjmp|testing|gtest|getpid|environ|getenv)\b"
+    r"|\b(v?fork)\s*\(\s*\)|/proc/")
+_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def flags_of(text: str) -> list[str]:
+    """Why a header deserves a human's reading before its score is trusted; [] for an allocator
+    that only allocates."""
+    used = sorted({m.group(0).split("(")[0].strip() for m in _OUTSIDE_RE.finditer(_COMMENT_RE.sub(" ", text))})
+    if not used:
+        return []
+    return [f"uses {', '.join(used)}: an allocator needs none of these, and a header could use them to "
+            "rewrite its test program's results or reach outside it; read it before you trust its score"]
 
 
 def digest(data: bytes) -> str:
@@ -160,7 +182,9 @@ def grade_header(catalog: Catalog, exercise: Exercise, found: Path | str, compil
                                                  for c in verdict.configs if c.build.ok])
     refused = (f"{source} includes the kit's reference solution ({shown(borrowed)}): its tests judged the "
                "reference, not the learner's code" if borrowed else "")
-    return scored(exercise, verdict, staged, source, digest(data), refused)
+    grade = scored(exercise, verdict, staged, source, digest(data), refused)
+    grade.flags = flags_of(data.decode("utf-8", "replace"))
+    return grade
 
 
 def included_reference(exercise: Exercise, trees: list[Path]) -> str:
