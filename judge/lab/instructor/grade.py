@@ -32,7 +32,9 @@ def grade_command(args, catalog: Catalog) -> bool:
     folder: Path = args.folder
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder: give the folder that holds one folder per learner")
-    learners = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    out: Path = args.out or build.BUILD_ROOT / "grades"
+    learners = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")
+                      and p.resolve() != out.resolve())   # OUTDIR may be inside DIR
     if not learners:
         raise UsageError(f"{folder} holds no learner's folder: put each learner's files in a folder of their own")
     exercises = grading.chosen_exercises(catalog, args.exercises)
@@ -41,7 +43,6 @@ def grade_command(args, catalog: Catalog) -> bool:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     compilers = build.compilers_for(args.compiler)
-    out: Path = args.out or build.BUILD_ROOT / "grades"
     start = time.monotonic()
     grades, judged, unchanged = grade_class(catalog, learners, exercises, compilers, args.jobs, out)
     write_tables(out, learners, exercises, grades)
