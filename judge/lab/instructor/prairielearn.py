@@ -90,6 +90,9 @@ def package(args, catalog: Catalog) -> bool:
           f"&& docker push {tag}")
     print(f"  then copy {shown(out / 'questions')}/ into your course's questions/ and sync the image "
           f"({shown(out / 'README.md')} says each step)")
+    if not image:
+        print(f"  Name the image first in your registry with --image (or {IMAGE_ENV}): {IMAGE_NAME} is a placeholder "
+              "name you cannot push to.")
     return True
 
 
