@@ -91,7 +91,7 @@ def package(args, catalog: Catalog) -> bool:
     print(f"  then copy {shown(out / 'questions')}/ into your course's questions/ and sync the image "
           f"({shown(out / 'README.md')} says each step)")
     if not image:
-        print(f"  Name the image first in your registry with --image (or {IMAGE_ENV}): {IMAGE_NAME} is a placeholder "
+        print(f"  First name the image in your registry with --image (or {IMAGE_ENV}): {IMAGE_NAME} is a placeholder "
               "name you cannot push to.")
     return True
 
