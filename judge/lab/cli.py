@@ -117,6 +117,10 @@ def _autograder(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--out", type=Path, metavar="PATH",
                    help="gradescope: the zip to write (default build/autograder/gradescope.zip); prairielearn: "
                         "the folder to write (default build/autograder/prairielearn)")
+    p.add_argument("--image", metavar="NAME[:TAG]",
+                   help="prairielearn: the grading image's name in a public registry PrairieLearn pulls from, such "
+                        "as you/alloclab-grader (default: $ALLOCLAB_PRAIRIELEARN_IMAGE); the tag is the kit's digest "
+                        "unless you give one")
 
 
 def _check(p: argparse.ArgumentParser) -> None:

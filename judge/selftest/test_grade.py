@@ -22,23 +22,15 @@ from lab.model import catalog as cat
 
 ROOT = Path(__file__).resolve().parents[2]
 JUDGE = ROOT / "judge" / "judge.py"
-HANGS = """\
-#pragma once
-// The reference arena, but its constructor never returns: every test of every stage hangs.
-#define Arena ReferenceArena
-#include "{reference}"
-#undef Arena
+HANG_AT = "    poison(buffer_, capacity_);\n  }"
+HANG = "    poison(buffer_, capacity_);\n    for (volatile bool forever = true; forever;) {\n    }\n  }"
 
-namespace alloclab {{
-class Arena : public ReferenceArena {{
-public:
-    explicit Arena(std::size_t capacity) : ReferenceArena(capacity) {{
-        for (volatile bool forever = true; forever;) {{
-        }}
-    }}
-}};
-}}  // namespace alloclab
-"""
+
+def hangs(reference: Path) -> str:
+    """The reference arena with a constructor that never returns: every test of every stage hangs."""
+    text = reference.read_text(encoding="utf-8")
+    assert text.count(HANG_AT) == 1, "the reference's constructor changed: update HANG_AT"
+    return text.replace(HANG_AT, HANG)
 
 
 def run_judge(*argv: str) -> subprocess.CompletedProcess:
@@ -94,6 +86,26 @@ class FindingHeaders(unittest.TestCase):
         self.assertEqual((grade.status, grade.score, grade.max_score), ("unreadable", 0.0, 100.0))
         self.assertIn("over 1 MB", grade.message)
         self.assertEqual([s.earned for s in grade.stages], [0.0] * 4)
+
+
+class Flags(unittest.TestCase):
+    def test_a_header_that_could_rewrite_its_results_is_flagged_for_a_human(self):
+        forger = """
+            #include <cstdio>
+            #include <cstdlib>
+            // a comment may say fopen or /proc/ freely
+            static int rewrite = std::atexit([] { std::FILE* f = std::fopen("/proc/self/cmdline", "r"); (void)f; });
+        """
+        self.assertEqual(grading.flags_of(forger), [
+            "uses /proc/, atexit, fopen: an allocator needs none of these, and a header could use them to rewrite "
+            "its test program's results or reach outside it; read it before you trust its score"])
+        self.assertTrue(grading.flags_of("pid_t child = ::fork();"))
+        self.assertTrue(grading.flags_of("int x = testing::UnitTest::GetInstance()->total_test_count();"))
+
+    def test_no_reference_and_no_skeleton_is_flagged(self):
+        for ex in cat.load().exercises:
+            for header in (ex.solution_file, ex.exercise_file):
+                self.assertEqual(grading.flags_of(header.read_text(encoding="utf-8")), [], header)
 
 
 class Points(unittest.TestCase):
@@ -155,7 +167,7 @@ class GradingAClass(unittest.TestCase):
         (cls.folder / "bob").mkdir()
         shutil.copy(materialize(arena, mistake), cls.folder / "bob" / "arena.hpp")
         (cls.folder / "carol").mkdir()
-        (cls.folder / "carol" / "arena.hpp").write_text(HANGS.format(reference=reference))
+        (cls.folder / "carol" / "arena.hpp").write_text(hangs(reference))
         (cls.folder / "dave" / "notes").mkdir(parents=True)
         cls.first = run_judge("grade", str(cls.folder), "--exercises", "1", "--jobs", "2", "--out", str(cls.out))
 
@@ -194,13 +206,27 @@ class GradingAClass(unittest.TestCase):
         self.assertNotIn("\033[", bob, "a report on disk has no colour codes")
         carol = (self.out / "carol" / "01-arena.txt").read_text()
         self.assertIn("every stage hung on its first run", carol)
+        self.assertNotIn("Scored 0", carol, "the hang is judged as a hang: the header includes nothing of the kit")
         alice = json.loads((self.out / "alice" / "01-arena.json").read_text())["grade"]
         self.assertEqual(alice["source"], "exercises/01-arena/arena.hpp")
         self.assertTrue(all(s["passed"] for s in alice["stages"]))
         self.assertEqual((self.out / "dave" / "01-arena.txt").read_text(),
                          "not submitted: no file named arena.hpp was handed in\n")
 
-    def test_3_a_rerun_judges_only_what_changed_or_was_not_saved(self):
+    def test_3_a_header_that_includes_the_reference_scores_0(self):
+        catalog = cat.load()
+        arena = catalog.resolve("1")
+        erin = self.tmp / "erin"
+        erin.mkdir()
+        relative = os.path.relpath(arena.solution_file, grading.STAGING / "grade0" / arena.name)
+        (erin / "arena.hpp").write_text(f'#pragma once\n#include "{relative}"\n')
+        grade = grading.grade_header(catalog, arena, erin / "arena.hpp", ("clang",), "grade0", erin)
+        self.assertEqual(grade.score, 0.0)
+        self.assertEqual(grade.message, "scored 0: arena.hpp includes the kit's reference solution "
+                         "(solutions/01-arena/arena.hpp): its tests judged the reference, not the learner's code")
+        self.assertTrue(all(s.report.startswith("✗ Scored 0") for s in grade.stages))
+
+    def test_4_a_rerun_judges_only_what_changed_or_was_not_saved(self):
         (self.out / "alice" / "01-arena.json").unlink()        # as if the first run had stopped before it
         shutil.copy(cat.load().resolve("1").solution_file, self.folder / "bob" / "arena.hpp")   # bob fixed it
         again = run_judge("grade", str(self.folder), "--exercises", "1", "--jobs", "2", "--out", str(self.out))

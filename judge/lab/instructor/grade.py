@@ -32,7 +32,9 @@ def grade_command(args, catalog: Catalog) -> bool:
     folder: Path = args.folder
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder: give the folder that holds one folder per learner")
-    learners = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    out: Path = args.out or build.BUILD_ROOT / "grades"
+    learners = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")
+                      and p.resolve() != out.resolve())   # OUTDIR may be inside DIR
     if not learners:
         raise UsageError(f"{folder} holds no learner's folder: put each learner's files in a folder of their own")
     exercises = grading.chosen_exercises(catalog, args.exercises)
@@ -41,7 +43,6 @@ def grade_command(args, catalog: Catalog) -> bool:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     compilers = build.compilers_for(args.compiler)
-    out: Path = args.out or build.BUILD_ROOT / "grades"
     start = time.monotonic()
     grades, judged, unchanged = grade_class(catalog, learners, exercises, compilers, args.jobs, out)
     write_tables(out, learners, exercises, grades)
@@ -52,6 +53,10 @@ def grade_command(args, catalog: Catalog) -> bool:
           f"exercise{'s' if len(exercises) != 1 else ''} in {grading.elapsed(time.monotonic() - start)} "
           f"({judged} judged, {unchanged} unchanged since the last run, {missing} with no header to judge): "
           f"mean total {sum(totals) / len(totals):.1f} of {most:g} → {shown(out / 'grades.csv')}")
+    flagged = sorted(f"{learner} ({exercise})" for (learner, exercise), g in grades.items() if g.flags)
+    if flagged:
+        print(ui.paint(f"  Read before you trust their scores: {', '.join(flagged[:6])}"
+                       f"{', …' if len(flagged) > 6 else ''}: grades.json says why under `flags`.", "yellow"))
     return True
 
 
@@ -137,6 +142,7 @@ def write_tables(out: Path, learners: list[Path], exercises: list[Exercise],
                         "exercises": {g.exercise: {"score": round(g.score, 2), "max_score": round(g.max_score, 2),
                                                    "status": g.status, "message": g.message,
                                                    "stages_passed": [s.number for s in g.stages if s.passed],
+                                                   "flags": g.flags,
                                                    "report": f"{learner.name}/{g.exercise}.txt"} for g in row}})
     write_atomically(out / "grades.csv", text.getvalue().encode())
     document = {"exercises": [{"name": ex.name, "title": ex.title, "header": ex.header,

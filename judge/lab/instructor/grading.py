@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import ui
-from ..engine import build, judging
+from ..engine import build, judging, process
 from ..learner import report
 from ..model.catalog import Catalog, Exercise, shown
 from ..model.files import write_atomically
@@ -63,6 +63,7 @@ class ExerciseGrade:
     seconds: float = 0.0
     verdict: dict | None = None   # Verdict.to_json(), the learner's path in place of the slot's
     source: str = ""             # the header's path inside the learner's folder
+    flags: list[str] = field(default_factory=list)   # what an instructor should read before trusting the score
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -99,6 +100,27 @@ def find_headers(folder: Path, exercises: list[Exercise]) -> dict[str, Path | st
         else:
             headers[ex.name] = paths[0]
     return headers
+
+
+# Functions an allocator's header has no use for, but a header that wants to rewrite its own test
+# program's report, or to reach outside it, does: the learner's code runs inside the test program,
+# so no judge can rule that out at run time. A header that uses one is flagged for a human to read.
+_OUTSIDE_RE = re.compile(
+    r"\b(fopen|freopen|fdopen|ofstream|ifstream|fstream|filesystem|openat|creat|unlink|rename|atexit|"
+    r"at_quick_exit|quick_exit|_exit|popen|system|execl|execle|execlp|execv|execve|execvp|clone|ptrace|dlopen|"
+    r"dlsym|syscall|kill|raise|signal|sigaction|setjmp|longjmp|testing|gtest|getpid|environ|getenv)\b"
+    r"|\b(v?fork)\s*\(\s*\)|/proc/")
+_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def flags_of(text: str) -> list[str]:
+    """Why a header deserves a human's reading before its score is trusted; [] for an allocator
+    that only allocates."""
+    used = sorted({m.group(0).split("(")[0].strip() for m in _OUTSIDE_RE.finditer(_COMMENT_RE.sub(" ", text))})
+    if not used:
+        return []
+    return [f"uses {', '.join(used)}: an allocator needs none of these, and a header could use them to "
+            "rewrite its test program's results or reach outside it; read it before you trust its score"]
 
 
 def digest(data: bytes) -> str:
@@ -154,14 +176,37 @@ def grade_header(catalog: Catalog, exercise: Exercise, found: Path | str, compil
         staged = folder / exercise.name / exercise.header
         staged.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(staged, data, 0o644)
-        verdict = judging.judge(judging.Request(exercise, build.Impl("source", staged), compilers, slot=slot),
-                                catalog.limits)
-    return scored(exercise, verdict, staged, source, digest(data))
+        impl = build.Impl("source", staged)
+        verdict = judging.judge(judging.Request(exercise, impl, compilers, slot=slot), catalog.limits)
+        borrowed = included_reference(exercise, [build.tree_dir(c.compiler, c.sanitizer, impl, slot)
+                                                 for c in verdict.configs if c.build.ok])
+    refused = (f"{source} includes the kit's reference solution ({shown(borrowed)}): its tests judged the "
+               "reference, not the learner's code" if borrowed else "")
+    grade = scored(exercise, verdict, staged, source, digest(data), refused)
+    grade.flags = flags_of(data.decode("utf-8", "replace"))
+    return grade
 
 
-def scored(exercise: Exercise, verdict: Verdict, staged: Path, source: str, header_digest: str) -> ExerciseGrade:
+def included_reference(exercise: Exercise, trees: list[Path]) -> str:
+    """The reference header the judged test binary's objects were compiled with, if any: a header
+    that includes the kit's own solution passes every test without a line of its own. The
+    compiler's dependency records, which ninja keeps, say what each object included."""
+    reference = exercise.solution_file.resolve()
+    for tree in trees:
+        result = process.run(["ninja", "-C", str(tree), "-t", "deps"], timeout=60, keep_bytes=20_000_000)
+        judged = False
+        for line in result.stdout.text().splitlines():
+            if not line.startswith(" "):
+                judged = line.startswith(f"CMakeFiles/test_{exercise.name}.dir/")
+            elif judged and line.strip() and (tree / line.strip()).resolve() == reference:
+                return str(reference)
+    return ""
+
+
+def scored(exercise: Exercise, verdict: Verdict, staged: Path, source: str, header_digest: str,
+           refused: str = "") -> ExerciseGrade:
     """The grade of a verdict, every mention of the slot's copy of the header replaced by the
-    learner's own path."""
+    learner's own path. `refused` says why a header scores 0 whatever its verdict."""
     def own(text: str) -> str:
         text = _ANSI_RE.sub("", text)
         for name in (str(staged), shown(staged)):
@@ -171,16 +216,21 @@ def scored(exercise: Exercise, verdict: Verdict, staged: Path, source: str, head
     stages = []
     for stage, points in zip(exercise.stages, exercise.stage_points()):
         results = [s for c in verdict.configs for s in c.stages if s.number == stage.number]
-        passed = bool(results) and not verdict.tampering and all(s.status == StageStatus.PASSED for s in results)
+        passed = bool(results) and not verdict.tampering and not refused and \
+            all(s.status == StageStatus.PASSED for s in results)
         stages.append(StageGrade(stage.number, stage.title, stage.goal, points, points if passed else 0.0, passed,
-                                 own(stage_report(verdict, stage.number))))
+                                 own(_refusal(refused) + stage_report(verdict, stage.number))))
     error = _compile_error(verdict)
     grade = ExerciseGrade(exercise.name, exercise.title, exercise.header, GRADED, "",
                           sum(s.earned for s in stages), sum(s.points for s in stages), stages,
-                          own(report.render(verdict, exercise)), own(error), header_digest, verdict.seconds,
-                          json.loads(own(json.dumps(verdict.to_json()))), source)
-    grade.message = own(_message(grade, verdict, error))
+                          own(_refusal(refused) + report.render(verdict, exercise)), own(error), header_digest,
+                          verdict.seconds, json.loads(own(json.dumps(verdict.to_json()))), source)
+    grade.message = own(f"scored 0: {refused}" if refused else _message(grade, verdict, error))
     return grade
+
+
+def _refusal(refused: str) -> str:
+    return f"{ui.FAIL} Scored 0: {refused}.\n\n" if refused else ""
 
 
 def stage_report(verdict: Verdict, number: int) -> str:

@@ -126,9 +126,11 @@ def documented_sources(site: Path) -> set[str]:
 
 def stage(catalog: Catalog, src: Path, maintainer: bool) -> list[Path]:
     """Writes the site's Markdown pages into src and returns every input Doxygen reads, in the order
-    the site lists them: the README, the chapters, then the headers."""
+    the site lists them: the README, the chapters, the instructors' guide (and the maintainers'),
+    then the headers."""
     shutil.rmtree(src, ignore_errors=True)
     pages = ["README.md"] + [ex.chapter.relative_to(ROOT).as_posix() for ex in catalog.exercises]
+    pages.append("docs/instructors.md")
     if maintainer:
         pages.append("docs/authoring.md")
     chapters = {ex.chapter.relative_to(ROOT).as_posix(): ex for ex in catalog.exercises}
