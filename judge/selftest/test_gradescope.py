@@ -217,6 +217,7 @@ class Autograder(unittest.TestCase):
             self.assertEqual(entry["order"], "asc", "a lower time ratio ranks higher")
             self.assertTrue(0.2 < entry["value"] < 5, f"the reference against itself is near 1, not {entry['value']}")
         self.assertIn("100 points", printed)
+        self.assertEqual(data["extra_data"]["alloclab"][0]["flags"], [], "nothing for the staff to read in the reference")
         kit_link = str(self.root / "source" / "alloclab")
         for cache in (ROOT / "build").glob("*/CMakeCache.txt"):
             self.assertNotIn(kit_link, cache.read_text(errors="replace"),
@@ -246,7 +247,7 @@ class Autograder(unittest.TestCase):
         self.assertIn("does not compile", data["output"])
 
     def test_a_hostile_header_cannot_forge_the_results_nor_outlive_the_grader(self):
-        data, _ = self.grade(HOSTILE)
+        data, printed = self.grade(HOSTILE)
         ended = time.time()
         self.assertTrue((self.root / "forged").exists(), "the hostile header's attack did not even run")
         time.sleep(1.5)   # a forger still alive writes every 0.2 s
@@ -256,6 +257,9 @@ class Autograder(unittest.TestCase):
         self.assert_stage_tests(data)
         self.assertEqual(data["score"], 100, "the judge's own verdict on a correct arena, not the forged 1000")
         self.assertNotEqual(data["output"], "forged")
+        flags = data["extra_data"]["alloclab"][0]["flags"]
+        self.assertTrue(flags and "fork" in flags[0], "the staff are told to read a header that forks")
+        self.assertIn("For the staff, 01-arena", printed, "and Gradescope's log of the run, the staff's, says so")
 
     @unittest.skipUnless(os.geteuid() == 0,
                          "only root can run the learner's code as another user, as Gradescope's container does")

@@ -248,6 +248,9 @@ def grade_submission(root: Path, start: float) -> dict:
     print(f"Grading {', '.join(ex.name for ex in exercises)}: {jobs} at a time, a test program stopped at "
           f"{catalog.limits.memory_mb} MB.", flush=True)
     grades = grading.grade_learner(catalog, submission, exercises, compilers, jobs)
+    for grade in grades:   # Gradescope's log of the run is the staff's: what they should read first
+        for flag in getattr(grade, "flags", []):
+            print(f"For the staff, {grade.exercise} ({grade.source or grade.header}): {flag}", flush=True)
     leaderboard, notes = board(catalog, exercises, grades, submission, compilers[0])
     return results_json(grades, time.monotonic() - start, leaderboard, notes)
 
@@ -388,7 +391,8 @@ def results_json(grades: list, seconds: float, leaderboard: list[dict] | None = 
         "leaderboard": leaderboard or [],
         "extra_data": {"alloclab": [{"exercise": g.exercise, "status": g.status, "message": g.message,
                                      "score": g.score, "max_score": g.max_score, "digest": g.digest,
-                                     "seconds": round(g.seconds, 1)} for g in grades]},
+                                     "seconds": round(g.seconds, 1), "flags": list(getattr(g, "flags", []))}
+                                    for g in grades]},
     }
 
 
