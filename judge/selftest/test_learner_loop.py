@@ -427,12 +427,16 @@ class WatchEndToEnd(unittest.TestCase):
                 self.assertIn("fixed_pool.hpp", text())
             finally:
                 proc.send_signal(signal.SIGINT)
+                stuck = ""
                 try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
+                    proc.wait(180)
+                except subprocess.TimeoutExpired:   # say what it was doing, for whoever reads the failure
+                    stuck = subprocess.run(["ps", "-o", "pid,stat,wchan:20,etime,args", "-s", str(proc.pid)],
+                                           capture_output=True, text=True).stdout
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
-            self.assertEqual(proc.returncode, 0, text()[-2000:])
+            self.assertEqual(proc.returncode, 0, f"watch did not stop on Ctrl-C; its processes were:\n{stuck}\n"
+                             + text()[-2000:])
             self.assertNotIn("Traceback", text())
             self.assertIn("Stopped watching", text())
             listing = judge_cli(kit, "list").stdout
