@@ -412,8 +412,12 @@ class WatchEndToEnd(unittest.TestCase):
             env = dict(os.environ, NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
             log = Path(tmp) / "watch.log"
             with open(log, "wb") as sink, open(os.devnull, "rb") as nothing:
+                # Ctrl-C as a learner's terminal delivers it: a shell that starts a command in the
+                # background without job control (CI may) makes it ignore SIGINT, and the child
+                # would inherit that, where no learner's watch ever runs.
                 proc = subprocess.Popen([PY, str(kit / "judge" / "judge.py"), "watch"], cwd=kit, env=env,
-                                        stdin=nothing, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+                                        stdin=nothing, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
+                                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
             try:
                 text = lambda: log.read_text(errors="replace")  # noqa: E731
                 self.assertTrue(wait_until(lambda: "save the file to judge it again" in text(), 600),
@@ -429,7 +433,7 @@ class WatchEndToEnd(unittest.TestCase):
                 proc.send_signal(signal.SIGINT)
                 stuck = ""
                 try:
-                    proc.wait(180)
+                    proc.wait(60)
                 except subprocess.TimeoutExpired:   # say what it was doing, for whoever reads the failure
                     stuck = subprocess.run(["ps", "-o", "pid,stat,wchan:20,etime,args", "-s", str(proc.pid)],
                                            capture_output=True, text=True).stdout
