@@ -260,6 +260,14 @@ def _first_problem(verdict: Verdict) -> str:
     return "; ".join(verdict.tampering)
 
 
+# unittest, with Ctrl-C as a terminal delivers it. A shell that starts `check` in the background
+# without job control makes it ignore SIGINT, and every process it starts would inherit that: the
+# tests that stop `watch` with Ctrl-C would then wait forever. A handled signal is reset to its
+# default in the programs this process starts.
+_UNITTEST_WITH_CTRL_C = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                         "sys.argv[0] = 'python -m unittest'; runpy.run_module('unittest', run_name='__main__')")
+
+
 def _unit_tests(jobs: int) -> Item:
     """The judge's own tests, one process per test module, `jobs` modules at a time: many of
     them build and judge headers, or wait out a time limit on purpose, and one after the other
@@ -268,8 +276,9 @@ def _unit_tests(jobs: int) -> Item:
     modules = sorted(p.name for p in (ROOT / "judge" / "selftest").glob("test_*.py"))
 
     def run(module: str) -> tuple[str, int, subprocess.CompletedProcess]:
-        proc = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", str(ROOT / "judge" / "selftest"),
-                               "-t", str(ROOT / "judge"), "-p", module], capture_output=True, text=True, cwd=ROOT)
+        proc = subprocess.run([sys.executable, "-c", _UNITTEST_WITH_CTRL_C, "discover", "-s",
+                               str(ROOT / "judge" / "selftest"), "-t", str(ROOT / "judge"), "-p", module],
+                              capture_output=True, text=True, cwd=ROOT)
         ran = re.search(r"^Ran (\d+) tests?", proc.stderr, re.M)
         return module, int(ran.group(1)) if ran else 0, proc
 
