@@ -40,6 +40,7 @@ class Request:
     werror: bool = False                # warnings are errors (the references and skeletons in `check`)
     slot: str = ""                      # build trees of their own (build.tree_dir)
     sanitizers: tuple[str, ...] = ()    # the instrumentations to build with; () for the exercise's
+    seed: int | None = None             # the model stage's seed; None for its fixed default
 
 
 class _MacroCheck:
@@ -89,9 +90,14 @@ def judge(request: Request, limits: Limits) -> Verdict:
                    tampering, time.monotonic() - start, left_out)
 
 
-def test_environment(limits: Limits) -> dict[str, str]:
-    """The environment a test binary runs in: the sanitizers' options and the judge's limits."""
-    return dict(os.environ, **sanitizers.environment(limits.memory_mb), GTEST_COLOR="no")
+def test_environment(limits: Limits, seed: int | None = None) -> dict[str, str]:
+    """The environment a test binary runs in: the sanitizers' options and the judge's limits, and
+    the seed of the model stage's sequences (RapidCheck reads RC_PARAMS) when one is chosen."""
+    env = dict(os.environ, **sanitizers.environment(limits.memory_mb), GTEST_COLOR="no")
+    env.pop("RC_PARAMS", None)
+    if seed is not None:
+        env["RC_PARAMS"] = f"seed={seed}"
+    return env
 
 
 def _not_judged(compiler: str, sanitizer: str, stages: list[Stage], expected: dict[str, list[str]],
@@ -133,7 +139,8 @@ def _judge_config(request: Request, compiler: str, sanitizer: str, stages: list[
         listed = time.monotonic()
         expected = expected_tests(binary.parent, exercise, impl, stages, limits)
         summary.seconds += time.monotonic() - listed  # the listing build, when the tests changed
-        result.stages, hung = run_stages(binary, stages, expected, test_environment(limits), limits, focus)
+        result.stages, hung = run_stages(binary, stages, expected, test_environment(limits, request.seed), limits,
+                                         focus)
     return result, hung
 
 

@@ -35,11 +35,12 @@ def test_command(args, catalog: Catalog) -> bool:
                        f"{exercise.id:02d}…", "dim"), flush=True)
     if impl.kind == "exercises":
         progress = Progress()
-        verdict = workspace.judge(catalog, exercise, compilers, progress, stages)
+        verdict = workspace.judge(catalog, exercise, compilers, progress, stages, args.seed)
         progress.save()
     else:
         verdict = judging.judge(judging.Request(exercise, impl, compilers, stages, werror=impl.kind == "solutions",
-                                                slot=os.environ.get("ALLOCLAB_SLOT", "")), catalog.limits)
+                                                slot=os.environ.get("ALLOCLAB_SLOT", ""), seed=args.seed),
+                                catalog.limits)
     if args.json:
         print(json.dumps(verdict.to_json(), indent=2))
     else:

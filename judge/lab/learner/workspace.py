@@ -28,7 +28,7 @@ class ResetError(UsageError):
 
 
 def judge(catalog: Catalog, exercise: Exercise, compilers: tuple[str, ...], progress: Progress,
-          stages: tuple[int, ...] = ()) -> Verdict:
+          stages: tuple[int, ...] = (), seed: int | None = None) -> Verdict:
     """Judges the learner's file and records the verdict in `progress` with the hash of the file
     as it was when the judging began: a save during the build makes the verdict stale, never
     wrong."""
@@ -36,7 +36,8 @@ def judge(catalog: Catalog, exercise: Exercise, compilers: tuple[str, ...], prog
     # ALLOCLAB_SLOT gives a run build trees of its own (the judge's self-tests use it), so that
     # it never reconfigures the trees the learner's edit loop keeps warm.
     slot = os.environ.get("ALLOCLAB_SLOT", "")
-    verdict = judging.judge(judging.Request(exercise, build.Impl("exercises"), compilers, stages, slot=slot),
+    verdict = judging.judge(judging.Request(exercise, build.Impl("exercises"), compilers, stages, slot=slot,
+                                                            seed=seed),
                             catalog.limits)
     progress.record_verdict(exercise, verdict, file_hash)
     if not slot and verdict.configs:

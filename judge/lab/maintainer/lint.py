@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from . import course
+from .mistakes import model_problems
 from ..model.catalog import CATALOG, HINT_LEVELS, ROOT, SANITIZERS, Catalog, Hint, shown, tests_in_source
 
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -106,6 +107,12 @@ def catalog_problems(catalog: Catalog) -> list[str]:
                                     f"does not define (its tests: {', '.join(in_source[st.suite])})")
                 problems.extend(f"{where}: stage {st.number}: the hints for {st.suite}.{test}: {p}"
                                 for p in hint_problems(st.hints_for(test), "test"))
+        last = ex.stages[-1] if ex.stages else None
+        if last and not (last.suite.endswith("Model") and "model" in last.title):
+            problems.append(f"{where}: the last stage must be the model stage, a suite named <Exercise>Model "
+                            f"whose title says \"model\", not {last.suite} ({last.title!r})")
+        elif last:
+            problems.extend(f"{where}: {p}" for p in model_problems(ex))
         staged = {st.suite for st in ex.stages}
         for suite in sorted(set(in_source) - staged):
             problems.append(f"{where}: suite {suite} belongs to no stage, so it would never be judged")

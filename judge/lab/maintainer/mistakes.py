@@ -7,7 +7,13 @@ A mistake file `judge/mistakes/NN-S/<name>.diff` starts with two lines the judge
     Mistake: aligns the offset from the buffer's start instead of the address.
     Caught by: ArenaAlignment.AlignsTheAddressNotTheOffset
 
-then the output of `diff -u solutions/NN-S/<header> <wrong copy>`. Every line the mistake adds
+then the output of `diff -u solutions/NN-S/<header> <wrong copy>`. The exercise's last stage
+judges it against the model of the contract; a mistake that the model cannot see names that
+stage's test among the others in `Caught by`, or says why it cannot in a third line,
+
+    Beyond the model: a data race, which only ThreadSanitizer sees.
+
+and `check` proves every test named in `Caught by` fails on it. Every line the mistake adds
 ends with a `// MISTAKE` comment (`// MISTAKE: why it looks right`), and a line it only deletes
 is replaced by one: a hunk without such a line changes something besides the mistake, and the
 diff is refused."""
@@ -33,6 +39,7 @@ class Mistake:
     path: Path
     description: str
     caught_by: tuple[str, ...]
+    beyond_the_model: str = ""   # why the model stage cannot catch it; "" when it does
 
     @property
     def name(self) -> str:
@@ -45,9 +52,26 @@ def mistakes(exercise: Exercise) -> list[Mistake]:
         text = path.read_text(encoding="utf-8")
         what = re.search(r"^Mistake:\s*(.+)$", text, re.M)
         caught = re.search(r"^Caught by:\s*(.+)$", text, re.M)
+        beyond = re.search(r"^Beyond the model:\s*(.+)$", text, re.M)
         found.append(Mistake(path, what.group(1).strip() if what else "",
-                             tuple(t.strip() for t in caught.group(1).split(",")) if caught else ()))
+                             tuple(t.strip() for t in caught.group(1).split(",")) if caught else (),
+                             beyond.group(1).strip() if beyond else ""))
     return found
+
+
+def model_problems(exercise: Exercise) -> list[str]:
+    """Each known mistake either names the model stage's test among those that catch it, or says
+    why the model cannot: the table of what the model stage catches is then read off the files."""
+    model = exercise.stages[-1].suite if exercise.stages else ""
+    problems = []
+    for m in mistakes(exercise):
+        named = any(t.split(".")[0] == model for t in m.caught_by)
+        if named and m.beyond_the_model:
+            problems.append(f"{m.path.name}: names {model} in `Caught by` and says it is beyond the model")
+        elif not named and not m.beyond_the_model:
+            problems.append(f"{m.path.name}: names no test of {model} in `Caught by` and has no `Beyond the "
+                            "model:` line saying why the model stage cannot catch it")
+    return problems
 
 
 def apply(original: str, diff: str) -> str:

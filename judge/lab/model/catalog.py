@@ -17,8 +17,10 @@ HINT_LEVELS = ("concept", "approach", "code")
 # Every chapter's level-2 parts, in order; the learner reads the last once every stage passes.
 CHAPTER_PARTS = ("The lesson", "The task", "After you pass")
 
-# TEST(Suite, Name), TEST_F, TEST_P, TYPED_TEST and TYPED_TEST_P as they open a test in a test file.
-_TEST_RE = re.compile(r"^\s*(?:TEST(?:_F|_P)?|TYPED_TEST(?:_P)?)\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.MULTILINE)
+# TEST(Suite, Name), TEST_F, TEST_P, TYPED_TEST, TYPED_TEST_P and the model stage's
+# ALLOCLAB_MODEL_TEST(Suite, Name, ...) as they open a test in a test file.
+_TEST_RE = re.compile(r"^\s*(?:TEST(?:_F|_P)?|TYPED_TEST(?:_P)?|ALLOCLAB_MODEL_TEST)\(\s*(\w+)\s*,\s*(\w+)\s*[,)]",
+                      re.MULTILINE)
 
 
 def shown(path: Path | str) -> str:
