@@ -72,7 +72,7 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
         lines.append(f"    {ui.mark(test.ok)} {name}")
         if not test.ok:
             for message in test.messages:
-                lines.append(ui.indent(message, "        ", max_lines=200 if verbose else 14))
+                lines.append(ui.indent(message, "        ", max_lines=200 if verbose else 24))
             if verbose and test.finding:
                 lines.append(ui.indent(test.finding.raw, "        | ", max_lines=80))
         if others := repeats.get(test.name):
