@@ -26,6 +26,9 @@ from .mistakes import Mistake, PatchError, materialize, mistakes
 
 # How many times in a row the reference must pass every thread stage: a flaky test shows.
 THREAD_REPEATS = 20
+# The seeds the reference's model stage must pass besides the learner's default one: each seed
+# is a few hundred other sequences, so a model and a reference that disagree only rarely show.
+MODEL_SEEDS = (2, 3, 4)
 
 
 @dataclass
@@ -61,6 +64,7 @@ def check_command(args, catalog: Catalog) -> bool:
             jobs.append((_skeleton, ex, compiler))
             if any("tsan" in s.sanitizers for s in ex.stages):
                 jobs.append((_thread_stages_repeated, ex, compiler))
+        jobs.append((_model_seeds, ex, "clang"))
         for compiler in build.newer_clangs():  # a newer compiler must accept the references too
             jobs.append((_reference, ex, compiler))
         for mistake in mistakes(ex):
@@ -172,6 +176,28 @@ def _thread_stages_repeated(catalog: Catalog, ex: Exercise, compiler: str) -> It
     why = ("timed out" if result.timed_out else finding.line() if finding else
            "failed: " + ", ".join(sorted(set(failed))) if failed else f"exit status {result.returncode}")
     return Item(False, what, f"one of the {THREAD_REPEATS} runs {why}")
+
+
+def _model_seeds(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
+    """The reference agrees with the model under more seeds than the learner's default one."""
+    stage = ex.stages[-1]
+    what = (f"{ex.name}: the reference agrees with the model stage under seeds "
+            f"{', '.join(map(str, MODEL_SEEDS))} with {build.COMPILERS.get(compiler, compiler)}")
+    limits = catalog.limits
+    with build.tests_built(compiler, stage.sanitizers[0], build.Impl("solutions"), ex.name, True,
+                           limits.build_timeout_seconds) as (binary, built):
+        if not built.ok:
+            return Item(False, what, built.problem or "the reference does not build")
+        for seed in MODEL_SEEDS:
+            result = process.run([str(binary), f"--gtest_filter={stage.suite}.*", "--gtest_brief=1"],
+                                 cwd=binary.parent, env=judging.test_environment(limits, seed),
+                                 timeout=limits.test_timeout_seconds, keep_bytes=limits.output_bytes)
+            if result.returncode != 0 or result.timed_out:
+                out = result.stdout.text()
+                at = out.find("disagree")
+                why = "timed out" if result.timed_out else out[max(at - 40, 0):][:3000] if at >= 0 else out[-3000:]
+                return Item(False, what, f"seed {seed}: {why}")
+    return Item(True, what)
 
 
 def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Item:
