@@ -33,7 +33,7 @@ case "${VERSION_ID:-}" in
   *) echo "setup.sh: this autograder is made for Ubuntu 22.04 and 24.04, not ${PRETTY_NAME:-this system}" >&2
      exit 1 ;;
 esac
-packages+=(clang lld g++ ninja-build libgtest-dev libbenchmark-dev ca-certificates)
+packages+=(clang lld g++ ninja-build libgtest-dev libbenchmark-dev librapidcheck-dev ca-certificates)
 
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${packages[@]}"
