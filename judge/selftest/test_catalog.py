@@ -44,6 +44,17 @@ class ValidateTest(unittest.TestCase):
                          "sanitizers must be chosen", "NoSuchSuite"):
             self.assertIn(expected, problems)
 
+    def test_an_exercise_whose_last_stage_is_not_a_model_stage_is_named(self):
+        arena = cat.load().exercises[0]
+        without_model = dataclasses.replace(arena, stages=arena.stages[:-1])
+        problems = "\n".join(lint.catalog_problems(cat.Catalog((without_model,), LIMITS)))
+        self.assertIn("the last stage must be the model stage", problems)
+        self.assertNotIn("the last stage must be", "\n".join(lint.catalog_problems(cat.Catalog((arena,), LIMITS))))
+
+    def test_model_tests_are_read_from_the_test_files(self):
+        self.assertEqual(cat.tests_in_source(cat.load().exercises[0]).get("ArenaModel"),
+                         ["EveryCallAgreesWithTheModel"])
+
     def test_hints_for_a_test_are_checked_against_the_suite_and_the_level_rules(self):
         arena = cat.load().exercises[0]
         first = arena.stages[0]

@@ -1,5 +1,6 @@
 """Known mistakes: every hunk of a diff marks the line that is wrong, and the shipped diffs do."""
 import unittest
+from pathlib import Path
 
 from lab.model import catalog as cat
 from lab.maintainer import mistakes as mis
@@ -41,6 +42,37 @@ class MarkedHunksTest(unittest.TestCase):
             for mistake in mis.mistakes(ex):
                 with self.subTest(mistake=mistake.path.name):
                     self.assertEqual(mis.unmarked_hunks(mistake.path.read_text(encoding="utf-8")), [])
+
+
+class ModelLineTest(unittest.TestCase):
+    """Each mistake names the model stage's test among those that catch it, or says why the model
+    cannot catch it: the files are then the table of what the model stage catches."""
+
+    def _problems(self, caught_by: str, beyond: str = "") -> list[str]:
+        found = [mis.Mistake(Path("m.diff"), "x", tuple(t.strip() for t in caught_by.split(",")), beyond)]
+        return mis.model_problems("ArenaModel", found)
+
+    def test_a_mistake_the_model_catches_names_its_test(self):
+        self.assertEqual(self._problems("ArenaBasics.T, ArenaModel.EveryCallAgreesWithTheModel"),
+                         [])
+
+    def test_a_mistake_beyond_the_model_says_why(self):
+        self.assertEqual(self._problems("ArenaBasics.T", "a race"), [])
+
+    def test_a_mistake_that_does_neither_is_named(self):
+        problems = self._problems("ArenaBasics.T")
+        self.assertEqual(len(problems), 1)
+        self.assertIn("no `Beyond the model:` line", problems[0])
+
+    def test_a_mistake_that_does_both_is_named(self):
+        problems = self._problems("ArenaModel.E", "a race")
+        self.assertEqual(len(problems), 1)
+        self.assertIn("says it is beyond the model", problems[0])
+
+    def test_every_shipped_mistake_names_the_model_or_says_why_not(self):
+        for ex in cat.load().exercises:
+            with self.subTest(exercise=ex.name):
+                self.assertEqual(mis.model_problems(ex.stages[-1].suite, mis.mistakes(ex)), [])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from . import course
-from .mistakes import model_problems
+from .mistakes import mistakes, model_problems
 from ..model.catalog import CATALOG, HINT_LEVELS, ROOT, SANITIZERS, Catalog, Hint, shown, tests_in_source
 
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -112,7 +112,7 @@ def catalog_problems(catalog: Catalog) -> list[str]:
             problems.append(f"{where}: the last stage must be the model stage, a suite named <Exercise>Model "
                             f"whose title says \"model\", not {last.suite} ({last.title!r})")
         elif last:
-            problems.extend(f"{where}: {p}" for p in model_problems(ex))
+            problems.extend(f"{where}: {p}" for p in model_problems(last.suite, mistakes(ex)))
         staged = {st.suite for st in ex.stages}
         for suite in sorted(set(in_source) - staged):
             problems.append(f"{where}: suite {suite} belongs to no stage, so it would never be judged")

@@ -59,18 +59,18 @@ def mistakes(exercise: Exercise) -> list[Mistake]:
     return found
 
 
-def model_problems(exercise: Exercise) -> list[str]:
-    """Each known mistake either names the model stage's test among those that catch it, or says
-    why the model cannot: the table of what the model stage catches is then read off the files."""
-    model = exercise.stages[-1].suite if exercise.stages else ""
+def model_problems(model_suite: str, found: list[Mistake]) -> list[str]:
+    """Each known mistake either names a test of the model stage's suite among those that catch it,
+    or says why the model cannot: the table of what the model stage catches is then read off the
+    files."""
     problems = []
-    for m in mistakes(exercise):
-        named = any(t.split(".")[0] == model for t in m.caught_by)
+    for m in found:
+        named = any(t.split(".")[0] == model_suite for t in m.caught_by)
         if named and m.beyond_the_model:
-            problems.append(f"{m.path.name}: names {model} in `Caught by` and says it is beyond the model")
+            problems.append(f"{m.path.name}: names {model_suite} in `Caught by` and says it is beyond the model")
         elif not named and not m.beyond_the_model:
-            problems.append(f"{m.path.name}: names no test of {model} in `Caught by` and has no `Beyond the "
-                            "model:` line saying why the model stage cannot catch it")
+            problems.append(f"{m.path.name}: names no test of {model_suite} in `Caught by` and has no `Beyond "
+                            "the model:` line saying why the model stage cannot catch it")
     return problems
 
 
