@@ -121,15 +121,15 @@ class Points(unittest.TestCase):
         return cat.load(path)
 
     def test_stages_are_equal_shares_of_100_unless_the_catalog_says(self):
-        self.assertEqual(self.catalog_with("", "", "", "").exercises[0].stage_points(), (25.0,) * 4)
-        given = self.catalog_with("  points = 10", "  points = 20", "  points = 30", "  points = 40")
-        self.assertEqual(given.exercises[0].stage_points(), (10.0, 20.0, 30.0, 40.0))
+        self.assertEqual(self.catalog_with("", "", "", "", "").exercises[0].stage_points(), (20.0,) * 5)
+        given = self.catalog_with("  points = 10", "  points = 20", "  points = 30", "  points = 40", "  points = 50")
+        self.assertEqual(given.exercises[0].stage_points(), (10.0, 20.0, 30.0, 40.0, 50.0))
 
     def test_points_on_some_stages_only_or_not_positive_are_refused(self):
         with self.assertRaisesRegex(cat.CatalogError, "every stage gives its points or none"):
-            self.catalog_with("  points = 10", "", "", "")
+            self.catalog_with("  points = 10", "", "", "", "")
         with self.assertRaisesRegex(cat.CatalogError, "points is a positive number"):
-            self.catalog_with("  points = 0", "  points = 20", "  points = 30", "  points = 40")
+            self.catalog_with("  points = 0", "  points = 20", "  points = 30", "  points = 40", "  points = 50")
 
 
 class Usage(unittest.TestCase):
@@ -163,7 +163,7 @@ class GradingAClass(unittest.TestCase):
         shutil.copy(reference, clone / "arena.hpp")
         (cls.folder / "alice" / "solutions" / "01-arena").mkdir(parents=True)
         shutil.copy(arena.exercise_file, cls.folder / "alice" / "solutions" / "01-arena" / "arena.hpp")
-        mistake = next(m for m in mistakes(arena) if m.name == "peak-is-used")   # caught by stage 3 only
+        mistake = next(m for m in mistakes(arena) if m.name == "peak-is-used")   # caught by stages 3 and 5 only
         (cls.folder / "bob").mkdir()
         shutil.copy(materialize(arena, mistake), cls.folder / "bob" / "arena.hpp")
         (cls.folder / "carol").mkdir()
@@ -184,20 +184,20 @@ class GradingAClass(unittest.TestCase):
         self.assertEqual(self.first.returncode, 0, self.first.stderr)
         self.assertEqual(self.rows(), {
             "alice": {"student": "alice", "01-arena": "100", "total": "100"},
-            "bob": {"student": "bob", "01-arena": "75", "total": "75"},
+            "bob": {"student": "bob", "01-arena": "60", "total": "60"},
             "carol": {"student": "carol", "01-arena": "0", "total": "0"},
             "dave": {"student": "dave", "01-arena": "0", "total": "0"},
         })
         self.assertRegex(self.first.stdout, r"Graded 4 learners × 1 exercise in .* \(3 judged, 0 unchanged since "
-                                            r"the last run, 1 with no header to judge\): mean total 43.8 of 100")
+                                            r"the last run, 1 with no header to judge\): mean total 40.0 of 100")
 
     def test_2_the_json_and_the_reports_say_why(self):
         document = json.loads((self.out / "grades.json").read_text())
         self.assertEqual(document["exercises"], [{"name": "01-arena", "title": "The arena", "header": "arena.hpp",
-                                                  "max_score": 100, "stage_points": [25, 25, 25, 25]}])
+                                                  "max_score": 100, "stage_points": [20, 20, 20, 20, 20]}])
         by_name = {s["student"]: s["exercises"]["01-arena"] for s in document["students"]}
         self.assertEqual(by_name["bob"]["stages_passed"], [1, 2, 4])
-        self.assertEqual(by_name["bob"]["message"], "stages 1, 2, 4 of 4 pass; the first failing is stage 3 (reuse)")
+        self.assertEqual(by_name["bob"]["message"], "stages 1, 2, 4 of 5 pass; the first failing is stage 3 (reuse)")
         self.assertEqual(by_name["dave"]["status"], "not submitted")
         bob = (self.out / "bob" / "01-arena.txt").read_text()
         self.assertIn("✗ ArenaReuse.PeakIsTheHighWaterMark", bob)

@@ -377,9 +377,11 @@ class CourseCommands(unittest.TestCase):
         self.assertNotIn("Judging", second.stdout, "the file has not changed: the last verdict holds")
         self.assertIn("for stage 1 (approach):", second.stdout)
 
-        # A header that passes stages 1-3: the reference with a mistake only stage 4 catches.
+        # A header that passes stages 1-3: the reference with a mistake only stage 4 (and the model
+        # stage after it) catches.
         header = self.kit / "exercises" / "01-arena" / "arena.hpp"
-        mistake = next(m for m in mistakes.mistakes(arena) if all(t.startswith("ArenaAsan.") for t in m.caught_by))
+        mistake = next(m for m in mistakes.mistakes(arena)
+                       if all(t.startswith(("ArenaAsan.", "ArenaModel.")) for t in m.caught_by))
         header.write_text(mistakes.apply((self.kit / "solutions" / "01-arena" / "arena.hpp").read_text(),
                                          mistake.path.read_text()))
         third = judge_cli(self.kit, "hint", "1")
@@ -389,10 +391,10 @@ class CourseCommands(unittest.TestCase):
 
         staged = judge_cli(self.kit, "test", "1", "--stage", "1")
         self.assertEqual(staged.returncode, 0, "the exit status is for what ran:\n" + staged.stdout)
-        self.assertIn("Stage 1 passes; stages 2-4 not judged", staged.stdout)
+        self.assertIn("Stage 1 passes; stages 2-5 not judged", staged.stdout)
         self.assertNotIn("passes every stage", staged.stdout)
         listing = judge_cli(self.kit, "list").stdout.splitlines()[0]
-        self.assertIn("stage 1 of 4 passes (judged alone)", listing)
+        self.assertIn("stage 1 of 5 passes (judged alone)", listing)
         self.assertNotIn("✓ passed", listing)
 
         header.write_text(header.read_text() + "\nthis does not compile\n")
