@@ -1,38 +1,18 @@
 // Stage 5 — against the model: random sequences of allocate, alloc_array, reset, mark and rewind,
-// misuse included, on your arena and on model.hpp side by side. After every call the offsets
-// handed out, used(), peak(), capacity() and AddressSanitizer's view of every byte must agree.
-#include "arena.hpp"
-
+// misuse included, run on your arena and on model.hpp side by side (model_run.cpp). After every
+// call the offsets handed out, used(), peak(), capacity() and AddressSanitizer's view of every
+// byte must agree. This file only generates the sequences: it includes no header under test, so
+// an edit of arena.hpp never recompiles it.
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <string>
 #include <vector>
 
-#include "alloclab_test.hpp"
-#include "model.hpp"
+#include "model_calls.hpp"
 #include "model_check.hpp"
 
 namespace stage5_model {
 
-using alloclab::test::is_poisoned;
-using alloclab::test::model::Outcome;
-using alloclab::test::model::outcome_of;
-using alloclab::test::model::Transcript;
-
-struct alignas(64) CacheLine {
-  std::byte bytes[64];
-};
-
-// One call of the contract. `pick` chooses a marker among those taken so far; one past the last
-// stands for a marker from beyond the cursor.
-struct Op {
-  enum Kind { allocate, alloc_words, alloc_lines, reset, mark, rewind } kind;
-  std::size_t n;      // bytes, or the count of alloc_array
-  std::size_t align;  // allocate's alignment: a power of two, or a value the contract refuses
-  std::size_t pick;
-  Op(Kind k, std::size_t n_, std::size_t align_, std::size_t pick_) : kind(k), n(n_), align(align_), pick(pick_) {}
-};
+using arena_model::Op;
 
 rc::Gen<std::size_t> sizes() {
   return rc::gen::weightedOneOf<std::size_t>({
@@ -73,151 +53,6 @@ rc::Gen<Op> ops() {
   });
 }
 
-std::string plus(std::size_t offset) { return "base + " + std::to_string(offset); }
-
-std::string big(std::size_t n) {
-  return n > SIZE_MAX / 2 ? "SIZE_MAX - " + std::to_string(SIZE_MAX - n) : std::to_string(n);
-}
-
-// Whether AddressSanitizer sees each byte of the buffer as the contract says: every byte handed
-// out is live; a byte not handed out is poisoned unless a live byte follows it in its granule of 8
-// (ASan can only mark a granule's first k bytes live, so such a byte cannot be poisoned).
-constexpr const char* kLive =
-    "the byte belongs to a block allocate handed out and nothing has reclaimed it, so the caller may use it: "
-    "allocate unpoisons exactly the n bytes it returns";
-constexpr const char* kNotLive =
-    "no block handed out and not reclaimed covers the byte (it is padding, the tail, or was reclaimed by reset or "
-    "rewind), so AddressSanitizer must report an access to it";
-
-void same_poisoning(Transcript& t, const std::byte* base, const arena_model::Arena& model) {
-  if (!alloclab::test::kHasAsan) return;
-  std::vector<bool> live(model.capacity(), false);
-  for (const auto& b : model.live()) {
-    for (std::size_t i = b.offset; i < b.offset + b.n; ++i) live[i] = true;
-  }
-  std::vector<bool> live_after(model.capacity() + 1, false);  // a live byte at or after i in i's granule
-  for (std::size_t i = model.capacity(); i-- > 0;) {
-    live_after[i] = live[i] || ((i + 1) % 8 != 0 && live_after[i + 1]);
-  }
-  for (std::size_t i = 0; i < model.capacity(); ++i) {
-    // A granule that must be poisoned whole is, when its first byte is: ASan cannot mark a hole.
-    if (i % 8 == 0 && i + 8 <= model.capacity() && !live_after[i]) {
-      if (!is_poisoned(base + i)) t.differ("is byte base + " + std::to_string(i) + " poisoned", "true", "false", kNotLive);
-      i += 7;
-      continue;
-    }
-    const bool poisoned = is_poisoned(base + i);
-    if (live[i] && poisoned) t.differ("is byte base + " + std::to_string(i) + " poisoned", "false", "true", kLive);
-    if (!live_after[i] && !poisoned) t.differ("is byte base + " + std::to_string(i) + " poisoned", "true", "false", kNotLive);
-  }
-}
-
-void run(std::size_t capacity, const std::vector<Op>& ops) {
-  Transcript t("alloclab::Arena a(" + std::to_string(capacity) + ");");
-  if (capacity == 0) {
-    t.same("alloclab::Arena a(0)", Outcome::invalid_argument, outcome_of([] { alloclab::Arena zero(0); }),
-           "an arena with no room can serve no request, so a capacity of 0 is refused");
-    return;
-  }
-  alloclab::Arena arena(capacity);
-  auto* base = static_cast<std::byte*>(arena.allocate(0, 1));
-  t.call("std::byte* base = static_cast<std::byte*>(a.allocate(0, 1));", "the buffer's start");
-  t.same("base == nullptr", false, base == nullptr, "allocate(0, 1) returns a valid pointer, the buffer's start");
-  t.same("address of base % 4096", std::uintptr_t{0}, reinterpret_cast<std::uintptr_t>(base) % 4096,
-         "the arena's buffer starts on a page boundary");
-  arena_model::Arena model(capacity, reinterpret_cast<std::uintptr_t>(base));
-  (void)model.allocate(0, 1);
-  // The heap's own redzone past the buffer's end, from the first granule the buffer does not
-  // share: no call of the arena may touch it.
-  const std::byte* end = base + (capacity + 7) / 8 * 8;
-  const std::string past_the_end = alloclab::test::shadow_bytes(end, 64);
-  std::vector<alloclab::Arena::Marker> markers;
-  std::vector<std::size_t> model_markers;
-  int pointers = 0;
-
-  for (const Op& op : ops) {
-    switch (op.kind) {
-      case Op::allocate:
-      case Op::alloc_words:
-      case Op::alloc_lines: {
-        void* p = nullptr;
-        std::string call;
-        Outcome yours;
-        std::optional<std::size_t> expected;
-        Outcome wanted = Outcome::returned;
-        const std::string name = "p" + std::to_string(++pointers);
-        if (op.kind == Op::allocate) {
-          call = "void* " + name + " = a.allocate(" + big(op.n) + ", " + std::to_string(op.align) + ");";
-          yours = outcome_of([&] { p = arena.allocate(op.n, op.align); });
-          if (!arena_model::valid_alignment(op.align)) {
-            wanted = Outcome::invalid_argument;
-          } else if (!(expected = model.allocate(op.n, op.align))) {
-            wanted = Outcome::bad_alloc;
-          }
-        } else {
-          const bool words = op.kind == Op::alloc_words;
-          const std::size_t size = words ? sizeof(std::uint64_t) : sizeof(CacheLine);
-          call = std::string("void* ") + name + " = a.alloc_array<" + (words ? "std::uint64_t" : "CacheLine") +
-                 ">(" + std::to_string(op.n) + ");";
-          yours = outcome_of([&] {
-            p = words ? static_cast<void*>(arena.alloc_array<std::uint64_t>(op.n))
-                      : static_cast<void*>(arena.alloc_array<CacheLine>(op.n));
-          });
-          if (op.n > SIZE_MAX / size || !(expected = model.allocate(op.n * size, size))) wanted = Outcome::bad_alloc;
-        }
-        t.call(call, wanted == Outcome::returned ? plus(*expected) : std::string(alloclab::test::model::name(wanted)));
-        t.same(call, wanted, yours,
-               wanted == Outcome::invalid_argument ? "an alignment that is not a power of two is refused with "
-                                                     "std::invalid_argument"
-               : wanted == Outcome::bad_alloc
-                   ? "the padding plus the request do not fit in what is left (or the size overflows), so the "
-                     "call throws std::bad_alloc and leaves the arena as it was"
-                   : "the padding plus the request fit in what is left, so the call returns a block");
-        if (wanted == Outcome::returned) {
-          t.same(name + " - base", static_cast<std::ptrdiff_t>(*expected), static_cast<std::byte*>(p) - base,
-                 "a block starts at the first address past the cursor that is a multiple of the alignment: the "
-                 "address, not the offset, is aligned");
-        }
-        break;
-      }
-      case Op::reset:
-        arena.reset();
-        model.reset();
-        t.call("a.reset();");
-        break;
-      case Op::mark:
-        markers.push_back(arena.mark());
-        model_markers.push_back(model.mark());
-        t.call("auto m" + std::to_string(markers.size()) + " = a.mark();");
-        t.same("m" + std::to_string(markers.size()) + ".offset", model_markers.back(), markers.back().offset,
-               "a marker records used()");
-        break;
-      case Op::rewind:
-        if (op.pick < markers.size()) {
-          arena.rewind(markers[op.pick]);
-          model.rewind(model_markers[op.pick]);
-          t.call("a.rewind(m" + std::to_string(op.pick + 1) + ");");
-        } else {  // a marker from beyond the cursor, as one taken before a reset
-          const std::size_t offset = model.used() + 1 + op.pick;
-          arena.rewind(alloclab::Arena::Marker{offset});
-          model.rewind(offset);
-          t.call("a.rewind(alloclab::Arena::Marker{" + std::to_string(offset) + "});");
-        }
-        break;
-    }
-    t.same("a.used()", model.used(), arena.used(),
-           "used() is the offset of the end of the last block still handed out, padding included");
-    t.same("a.peak()", model.peak(), arena.peak(),
-           "peak() is the largest used() ever seen: a failed request, reset and rewind never change it");
-    t.same("a.capacity()", model.capacity(), arena.capacity(), "capacity() never changes");
-    same_poisoning(t, base, model);
-    t.same("AddressSanitizer's shadow of the 64 bytes past the buffer's end", past_the_end,
-           alloclab::test::shadow_bytes(end, 64),
-           "those bytes belong to the heap, not to the arena: reset and rewind poison only what they reclaim, "
-           "which ends at used()");
-  }
-}
-
 rc::Gen<std::size_t> capacities() {
   return rc::gen::weightedOneOf<std::size_t>({
       {1, rc::gen::just<std::size_t>(0)},
@@ -230,7 +65,7 @@ rc::Gen<std::size_t> capacities() {
 ALLOCLAB_MODEL_TEST(ArenaModel, EveryCallAgreesWithTheModel, 1, {}, [] {
   const auto capacity = *capacities();
   const auto sequence = *rc::gen::container<std::vector<Op>>(ops());
-  run(capacity, sequence);
+  arena_model::run(capacity, sequence);
 })
 
 }  // namespace stage5_model
