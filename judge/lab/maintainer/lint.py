@@ -113,6 +113,11 @@ def catalog_problems(catalog: Catalog) -> list[str]:
                             f"whose title says \"model\", not {last.suite} ({last.title!r})")
         elif last:
             problems.extend(f"{where}: {p}" for p in model_problems(last.suite, mistakes(ex)))
+            for path in sorted(ex.tests_dir.glob("*_model.cpp")):
+                if re.search(rf'^\s*#\s*include\s*"{re.escape(ex.header)}"', path.read_text(encoding="utf-8"), re.M):
+                    problems.append(f"{where}: {path.name} includes {ex.header}: the model stage's generators must "
+                                    "not, so that an edit of the header never recompiles them (the run of a "
+                                    "sequence goes in model_run.cpp)")
         staged = {st.suite for st in ex.stages}
         for suite in sorted(set(in_source) - staged):
             problems.append(f"{where}: suite {suite} belongs to no stage, so it would never be judged")
