@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from . import course
-from .mistakes import mistakes, model_problems
+from .mistakes import mistakes, model_problems, model_table_problems
 from ..model.catalog import CATALOG, HINT_LEVELS, ROOT, SANITIZERS, Catalog, Hint, shown, tests_in_source
 
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -61,6 +61,7 @@ def validate(catalog: Catalog) -> list[str]:
     """Every way the catalog disagrees with itself or with the files, the course's chapters and
     quizzes included; empty when valid."""
     problems = catalog_problems(catalog) + hint_layout_problems()
+    problems += model_table_problems(list(catalog.exercises), ROOT / "docs" / "authoring.md")
     for ex in catalog.exercises:
         problems.extend(f"exercise {ex.name}: {p}" for p in course.problems(ex))
     return problems

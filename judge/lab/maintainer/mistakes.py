@@ -74,6 +74,38 @@ def model_problems(model_suite: str, found: list[Mistake]) -> list[str]:
     return problems
 
 
+MODEL_TABLE_START = "<!-- read off judge/mistakes/ by check's lint: model_table() in judge/lab/maintainer/mistakes.py -->"
+MODEL_TABLE_END = "<!-- end of the model stage's catch -->"
+
+
+def model_table(exercises: list[Exercise]) -> str:
+    """What each exercise's model stage catches of the known mistakes, as docs/authoring.md shows
+    it: read off the files' `Caught by` and `Beyond the model` lines, which `check` proves."""
+    rows = ["| exercise | known mistakes | the model stage catches | beyond the model, and why |",
+            "|---|---:|---:|---|"]
+    for ex in exercises:
+        found = mistakes(ex)
+        suite = ex.stages[-1].suite if ex.stages else ""
+        caught = sum(any(t.split(".")[0] == suite for t in m.caught_by) for m in found)
+        beyond = "<br>".join(f"`{m.name}`: {m.beyond_the_model}" for m in found if m.beyond_the_model)
+        rows.append(f"| {ex.name} | {len(found)} | {caught} | {beyond or 'none'} |")
+    return "\n".join(rows)
+
+
+def model_table_problems(exercises: list[Exercise], page: Path) -> list[str]:
+    """docs/authoring.md's table of what the model stage catches, unless it is the files' own."""
+    text = page.read_text(encoding="utf-8") if page.is_file() else ""
+    start, end = text.find(MODEL_TABLE_START), text.find(MODEL_TABLE_END)
+    if start < 0 or end < start:
+        return [f"{page.relative_to(ROOT)} has no table of what the model stage catches between "
+                f"{MODEL_TABLE_START!r} and {MODEL_TABLE_END!r}"]
+    shown = text[start + len(MODEL_TABLE_START):end].strip()
+    if shown != model_table(exercises):
+        return [f"{page.relative_to(ROOT)}: the table of what the model stage catches is not the one the mistake "
+                f"files make; put this in its place:\n{model_table(exercises)}"]
+    return []
+
+
 def apply(original: str, diff: str) -> str:
     """Applies a unified diff exactly: every context and removed line must match where the
     hunk says it is."""
