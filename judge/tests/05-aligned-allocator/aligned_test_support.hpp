@@ -8,6 +8,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "alloclab_test.hpp"
 #include "heap_log.hpp"
@@ -86,6 +87,21 @@ class TrackingResource : public std::pmr::memory_resource {
   std::size_t refused() const { return refused_; }
   /// Every wrong deallocation seen, one per line; empty when there was none.
   std::string problems() const { return problems_.str(); }
+
+  /// One block as the resource handed it out: where, how it was asked for, and whether it is
+  /// still held (not given back yet).
+  struct Handed {
+    const void* p;
+    std::size_t bytes;
+    std::size_t alignment;
+    bool held;
+  };
+  /// Every block handed out so far, oldest first.
+  std::vector<Handed> handed_out() const {
+    std::vector<Handed> all;
+    for (std::size_t i = 0; i < count_; ++i) all.push_back({blocks_[i].p, blocks_[i].bytes, blocks_[i].alignment, blocks_[i].live});
+    return all;
+  }
 
  private:
   struct Block {
