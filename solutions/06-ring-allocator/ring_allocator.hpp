@@ -189,8 +189,17 @@ class RingBumpAllocator {
   // which may run past the end of the buffer and on from its start.
   void poison_reclaimed() noexcept {
 #ifdef ALLOCLAB_RING_ASAN
+    if (tail_seen_ == poisoned_to_) return;
+    // ASan marks only a granule's first k bytes addressable. When the last call stopped inside a
+    // granule with bytes in use after that point, the reclaimed bytes before it in the granule
+    // had to stay addressable. Now that the tail has moved on, start at the granule's first byte
+    // so that they are poisoned with what follows them; but if this lap's head has come back to
+    // those offsets and what it placed there may still be in use, start after that.
+    const std::uint64_t granule = poisoned_to_ & ~std::uint64_t{7}, head = head_.load(std::memory_order_relaxed);
+    const std::uint64_t placed = head < poisoned_to_ + capacity_ ? head : poisoned_to_ + capacity_;
+    const std::uint64_t in_use_from = tail_seen_ > granule + capacity_ ? tail_seen_ : granule + capacity_;
+    poisoned_to_ = in_use_from >= placed ? granule : placed - capacity_;
     const std::uint64_t count = tail_seen_ - poisoned_to_;
-    if (count == 0) return;
     if (count >= capacity_) {
       poison(buffer_, capacity_);
     } else {
