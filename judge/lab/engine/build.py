@@ -140,13 +140,19 @@ def configure(tree: Path, compiler: str, sanitizer: str, impl: Impl, exercise_na
     return BuildResult(False, result.seconds, [], "CMake could not configure the build:\n" + _tail(log, 20))
 
 
+def program_name(exercise_name: str, program: str = "") -> str:
+    """`07-serving-engine`, or `07-serving-engine-engine` for a stage's program of its own (its
+    tests in a subfolder of the exercise's, see catalog.Stage.program)."""
+    return f"{exercise_name}-{program}" if program else exercise_name
+
+
 @contextmanager
 def tests_built(compiler: str, sanitizer: str, impl: Impl, exercise_name: str, werror: bool, timeout: float,
-                slot: str = ""):
-    """The exercise's test binary and its build result, built in its tree, which stays locked
-    while the caller runs it."""
+                slot: str = "", program: str = ""):
+    """The exercise's test binary (or that of one of its programs) and its build result, built in
+    its tree, which stays locked while the caller runs it."""
     tree = tree_dir(compiler, sanitizer, impl, slot)
-    target = f"test_{exercise_name}"
+    target = f"test_{program_name(exercise_name, program)}"
     with locked(tree):
         yield tree / target, configure_and_build(tree, target, compiler, sanitizer, impl, exercise_name, werror,
                                                  timeout)

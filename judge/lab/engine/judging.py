@@ -41,6 +41,7 @@ class Request:
     slot: str = ""                      # build trees of their own (build.tree_dir)
     sanitizers: tuple[str, ...] = ()    # the instrumentations to build with; () for the exercise's
     seed: int | None = None             # the model stage's seed; None for its fixed default
+    every_stage: bool = False           # build a stage's own program even when a stage before it failed
 
 
 class _MacroCheck:
@@ -69,6 +70,7 @@ def judge(request: Request, limits: Limits) -> Verdict:
     stages = [s for s in exercise.stages if not request.stages or s.number in request.stages]
     configs: list[ConfigResult] = []
     hung_under = ""   # the configuration whose every stage hung on its first run
+    failed: set[int] = set()   # the stages that failed in a configuration judged so far
     with ThreadPoolExecutor(max_workers=1) as pool:
         macros = _MacroCheck(pool, request.compilers[0], focus)
         for compiler in request.compilers:
@@ -80,7 +82,7 @@ def judge(request: Request, limits: Limits) -> Verdict:
                     configs.append(_not_judged(compiler, sanitizer, wanted, _from_source(exercise, wanted),
                                                f"not judged: every stage hung under {hung_under}"))
                     continue
-                config, hung = _judge_config(request, compiler, sanitizer, wanted, focus, limits, macros)
+                config, hung = _judge_config(request, compiler, sanitizer, wanted, focus, limits, macros, failed)
                 configs.append(config)
                 hung_under = config.label if hung else ""
         tampering = macros.result()
@@ -109,10 +111,10 @@ def _not_judged(compiler: str, sanitizer: str, stages: list[Stage], expected: di
 
 
 def expected_tests(tree: Path, exercise: Exercise, impl: build.Impl, stages: list[Stage],
-                   limits: Limits) -> dict[str, list[str]]:
+                   limits: Limits, program: str = "") -> dict[str, list[str]]:
     """Every test each stage must run, by suite, as GoogleTest counts them (see listing); from
     the test files' text when the reference cannot be built to list them."""
-    listed = listing.tests_of(tree, exercise, impl, limits)
+    listed = listing.tests_of(tree, exercise, impl, limits, program)
     if listed is None:
         return _from_source(exercise, stages)
     return {s.suite: [name for name in listed if listing.belongs(name, s.suite)] for s in stages}
@@ -124,24 +126,61 @@ def _from_source(exercise: Exercise, stages: list[Stage]) -> dict[str, list[str]
 
 
 def _judge_config(request: Request, compiler: str, sanitizer: str, stages: list[Stage], focus: Path,
-                  limits: Limits, macros: _MacroCheck) -> tuple[ConfigResult, bool]:
-    """One configuration's result, and whether every stage hung on its first run."""
+                  limits: Limits, macros: _MacroCheck, failed: set[int]) -> tuple[ConfigResult, bool]:
+    """One configuration's result, and whether every stage hung on its first run. A stage with a
+    program of its own (catalog.Stage.program) is built and run only once no stage before it has
+    failed, in this configuration or one judged before (`failed`, which this adds to), unless the
+    request asks for every stage: a learner whose first stage fails does not wait for the engine."""
+    programs: dict[str, list[Stage]] = {}
+    for stage in sorted(stages, key=lambda s: (s.program != "", s.number)):
+        programs.setdefault(stage.program, []).append(stage)
+    result, hung = ConfigResult(compiler, sanitizer, BuildSummary(True, 0.0)), False
+    judged: list[StageResult] = []
+    waiting = ""   # why a program was not built
+    for program, group in programs.items():
+        before = sorted(n for n in failed if n < group[0].number)
+        if program and before and not request.every_stage:
+            waiting = (f"not built yet: {_numbered(before)} must pass first (stage {group[0].number} is a program "
+                       "of its own, long to build)")
+            judged += _not_judged(compiler, sanitizer, group, _from_source(request.exercise, group), waiting).stages
+            continue
+        stage_results, summary, hung_here = _judge_program(request, compiler, sanitizer, group, focus, limits, macros,
+                                                           program)
+        judged += stage_results
+        hung = hung or (hung_here and not program)
+        result.build.seconds += summary.seconds
+        if not summary.ok and result.build.ok:
+            summary.seconds = result.build.seconds
+            result.build = summary
+        elif summary.warnings and not result.build.warnings:
+            result.build.warnings = summary.warnings
+        failed.update(r.number for r in stage_results if r.status != StageStatus.PASSED)
+    if waiting and not any(p == "" for p in programs) and len(programs) == 1:
+        result.build.problem = waiting   # nothing was built in this configuration
+    result.stages = sorted(judged, key=lambda r: r.number)
+    return result, hung
+
+
+def _numbered(numbers: list[int]) -> str:
+    return f"stage {numbers[0]}" if len(numbers) == 1 else "stages " + ", ".join(map(str, numbers))
+
+
+def _judge_program(request: Request, compiler: str, sanitizer: str, stages: list[Stage], focus: Path,
+                   limits: Limits, macros: _MacroCheck, program: str) -> tuple[list[StageResult], BuildSummary, bool]:
+    """Builds one test program of the exercise and runs its stages."""
     exercise, impl = request.exercise, request.impl
     with build.tests_built(compiler, sanitizer, impl, exercise.name, request.werror, limits.build_timeout_seconds,
-                           request.slot) as (binary, built):
+                           request.slot, program) as (binary, built):
         macros.start()
         error = built.first_error(focus)
         summary = BuildSummary(built.ok, built.seconds, error, built.warnings_in(focus)[:5], built.problem)
-        result = ConfigResult(compiler, sanitizer, summary)
         if not built.ok:
-            result.stages = [StageResult(s.number, s.suite, s.title, s.goal, StageStatus.NOT_BUILT) for s in stages]
-            return result, False
+            return [StageResult(s.number, s.suite, s.title, s.goal, StageStatus.NOT_BUILT) for s in stages], summary, False
         listed = time.monotonic()
-        expected = expected_tests(binary.parent, exercise, impl, stages, limits)
+        expected = expected_tests(binary.parent, exercise, impl, stages, limits, program)
         summary.seconds += time.monotonic() - listed  # the listing build, when the tests changed
-        result.stages, hung = run_stages(binary, stages, expected, test_environment(limits, request.seed), limits,
-                                         focus)
-    return result, hung
+        results, hung = run_stages(binary, stages, expected, test_environment(limits, request.seed), limits, focus)
+    return results, summary, hung
 
 
 _SHARED_HANG_HEAD = "every stage hung on its first run"

@@ -44,11 +44,12 @@ def stage_filter(suite: str) -> str:
     return f"{suite}.*:*/{suite}.*:{suite}/*:*/{suite}/*"
 
 
-def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits: Limits) -> list[str] | None:
-    """Every test of the exercise, from the trusted build in `tree` (built here when the tests
-    changed since it was last listed), or None when it cannot be built or read."""
-    binary = tree / (f"test_{exercise.name}" if impl.kind == "solutions" else f"list_{exercise.name}")
-    cache = tree / f"tests-{exercise.name}.json"
+def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits: Limits, program: str = "") -> list[str] | None:
+    """Every test of the exercise's program, from the trusted build in `tree` (built here when the
+    tests changed since it was last listed), or None when it cannot be built or read."""
+    name = build.program_name(exercise.name, program)
+    binary = tree / (f"test_{name}" if impl.kind == "solutions" else f"list_{name}")
+    cache = tree / f"tests-{name}.json"
     stamp = _stamp(exercise) + ([_file_stamp(binary)] if impl.kind == "solutions" else [])
     try:
         saved = json.loads(cache.read_text(encoding="utf-8"))
@@ -69,7 +70,7 @@ def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits: Limits) -
 
 def _stamp(exercise: Exercise) -> list[str]:
     """What the list depends on: the test files, their support files, the reference."""
-    files = [*exercise.tests_dir.glob("*"), *(ROOT / "judge" / "tests" / "support").glob("*"),
+    files = [*exercise.tests_dir.glob("*"), *exercise.tests_dir.glob("*/*"), *(ROOT / "judge" / "tests" / "support").glob("*"),
              exercise.solution_file]
     return sorted(_file_stamp(p) for p in files if p.is_file())
 

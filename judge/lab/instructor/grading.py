@@ -177,7 +177,7 @@ def grade_header(catalog: Catalog, exercise: Exercise, found: Path | str, compil
         staged.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(staged, data, 0o644)
         impl = build.Impl("source", staged)
-        verdict = judging.judge(judging.Request(exercise, impl, compilers, slot=slot), catalog.limits)
+        verdict = judging.judge(judging.Request(exercise, impl, compilers, slot=slot, every_stage=True), catalog.limits)
         borrowed = included_reference(exercise, [build.tree_dir(c.compiler, c.sanitizer, impl, slot)
                                                  for c in verdict.configs if c.build.ok])
     refused = (f"{source} includes the kit's reference solution ({shown(borrowed)}): its tests judged the "
@@ -197,7 +197,7 @@ def included_reference(exercise: Exercise, trees: list[Path]) -> str:
         judged = False
         for line in result.stdout.text().splitlines():
             if not line.startswith(" "):
-                judged = line.startswith(f"CMakeFiles/test_{exercise.name}.dir/")
+                judged = re.match(rf"CMakeFiles/test_{re.escape(exercise.name)}(-[a-z0-9-]+)?\.dir/", line) is not None
             elif judged and line.strip() and (tree / line.strip()).resolve() == reference:
                 return str(reference)
     return ""

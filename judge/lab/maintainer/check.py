@@ -136,7 +136,8 @@ def _reference(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
 
 def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
     # A tree of its own, so the learner's build/<compiler>-<sanitizer> keeps its settings.
-    verdict = judging.judge(judging.Request(ex, build.Impl("exercises"), (compiler,), werror=True, slot=slot),
+    verdict = judging.judge(judging.Request(ex, build.Impl("exercises"), (compiler,), werror=True, slot=slot,
+                                            every_stage=True),
                             catalog.limits)
     what = f"{ex.name}: the untouched skeleton compiles and fails every stage with {build.program(compiler)}"
     unbuilt = [c for c in verdict.configs if not c.build.ok]
@@ -161,14 +162,18 @@ def _thread_stages_repeated(catalog: Catalog, ex: Exercise, compiler: str) -> It
     what = (f"{ex.name}: the reference passes the thread stages {THREAD_REPEATS} times in a row under "
             f"ThreadSanitizer with {build.COMPILERS[compiler]}")
     limits = catalog.limits
-    suites = ":".join(f"{s.suite}.*" for s in ex.stages if "tsan" in s.sanitizers)
-    with build.tests_built(compiler, "tsan", build.Impl("solutions"), ex.name, True,
-                           limits.build_timeout_seconds) as (binary, built):
-        if not built.ok:
-            return Item(False, what, built.problem or "the reference does not build")
-        result = process.run([str(binary), f"--gtest_filter={suites}", f"--gtest_repeat={THREAD_REPEATS}",
-                              "--gtest_brief=1"], cwd=binary.parent, env=judging.test_environment(limits),
-                             timeout=limits.test_timeout_seconds * THREAD_REPEATS, keep_bytes=limits.output_bytes)
+    threaded = [s for s in ex.stages if "tsan" in s.sanitizers]
+    for program in dict.fromkeys(s.program for s in threaded):
+        suites = ":".join(f"{s.suite}.*" for s in threaded if s.program == program)
+        with build.tests_built(compiler, "tsan", build.Impl("solutions"), ex.name, True,
+                               limits.build_timeout_seconds, program=program) as (binary, built):
+            if not built.ok:
+                return Item(False, what, built.problem or "the reference does not build")
+            result = process.run([str(binary), f"--gtest_filter={suites}", f"--gtest_repeat={THREAD_REPEATS}",
+                                  "--gtest_brief=1"], cwd=binary.parent, env=judging.test_environment(limits),
+                                 timeout=limits.test_timeout_seconds * THREAD_REPEATS, keep_bytes=limits.output_bytes)
+        if result.returncode != 0 or result.timed_out:
+            break
     if result.returncode == 0 and not result.timed_out:
         return Item(True, what)
     finding = sanitizers.summarize(result.stderr.text())

@@ -108,6 +108,16 @@ def catalog_problems(catalog: Catalog) -> list[str]:
                                     f"does not define (its tests: {', '.join(in_source[st.suite])})")
                 problems.extend(f"{where}: stage {st.number}: the hints for {st.suite}.{test}: {p}"
                                 for p in hint_problems(st.hints_for(test), "test"))
+        programs = {st.program for st in ex.stages if st.program}
+        for st in ex.stages:
+            if st.program and not any(re.search(rf"^\s*\w*TEST\w*\(\s*{st.suite}\s*,", p.read_text(encoding="utf-8"), re.M)
+                                      for p in (ex.tests_dir / st.program).glob("*.cpp")):
+                problems.append(f"{where}: stage {st.number} is program {st.program!r}, but no test file of "
+                                f"{(ex.tests_dir / st.program).relative_to(ROOT)} defines suite {st.suite}")
+        for folder in sorted(p for p in ex.tests_dir.glob("*") if p.is_dir()) if ex.tests_dir.is_dir() else []:
+            if folder.name not in programs:
+                problems.append(f"{where}: {folder.relative_to(ROOT)} is built as a program of its own, but no "
+                                f"stage names it as its program")
         last = ex.stages[-1] if ex.stages else None
         if last and not (last.suite.endswith("Model") and "model" in last.title):
             problems.append(f"{where}: the last stage must be the model stage, a suite named <Exercise>Model "

@@ -73,6 +73,7 @@ class Stage:
     sanitizers: tuple[str, ...]
     hints: tuple[Hint, ...] = ()
     points: float = 0.0           # what the stage is worth when graded (see Exercise.stage_points)
+    program: str = ""             # a program of its own, built once the stages before it pass (see below)
 
     @property
     def stage_hints(self) -> tuple[Hint, ...]:
@@ -205,6 +206,18 @@ def _points(stage: dict) -> float:
     return float(points)
 
 
+def _program(stage: dict) -> str:
+    """A stage whose tests are costly to build (exercise 07's engine) keeps them in a subfolder of
+    the exercise's tests, `program`, which CMake builds into a program of its own: the judge builds
+    it only once every stage before it passes, so a learner whose first stage fails does not wait
+    for it."""
+    program = stage.get("program", "")
+    if not isinstance(program, str) or program and not re.fullmatch(r"[a-z][a-z0-9-]*", program):
+        raise ValueError(f"stage {stage.get('suite', '?')}: program is the name of a subfolder of the exercise's "
+                         f"tests, in lower case, not {program!r}")
+    return program
+
+
 def _exercise(raw: dict) -> Exercise:
     if "hints" in raw:
         raise ValueError(f"exercise {raw.get('slug', '?')} gives hints of its own; hints belong to its stages")
@@ -218,6 +231,7 @@ def _exercise(raw: dict) -> Exercise:
             sanitizers=tuple(st.get("sanitizers", sanitizers)),
             hints=tuple(_hint(h) for h in st.get("hints", [])),
             points=_points(st),
+            program=_program(st),
         )
         for i, st in enumerate(raw.get("stage", []), start=1)
     )
@@ -243,7 +257,7 @@ def tests_in_source(exercise: Exercise) -> dict[str, list[str]]:
     (listing.py), which sees what the preprocessor and the parameterized tests make of them,
     and falls back to this only when the reference itself cannot be built."""
     suites: dict[str, list[str]] = {}
-    for path in sorted(exercise.tests_dir.glob("*.cpp")):
+    for path in sorted(exercise.tests_dir.glob("*.cpp")) + sorted(exercise.tests_dir.glob("*/*.cpp")):
         for suite, name in _TEST_RE.findall(path.read_text(encoding="utf-8")):
             suites.setdefault(suite, []).append(name)
     return suites
