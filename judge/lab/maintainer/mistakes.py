@@ -8,8 +8,8 @@ A mistake file `judge/mistakes/NN-S/<name>.diff` starts with two lines the judge
     Caught by: ArenaAlignment.AlignsTheAddressNotTheOffset
 
 then the output of `diff -u solutions/NN-S/<header> <wrong copy>`. The exercise's last stage
-judges it against the model of the contract; a mistake that the model cannot see names that
-stage's test among the others in `Caught by`, or says why it cannot in a third line,
+judges it against the model of the contract; a mistake that the model catches names that
+stage's test among the others in `Caught by`, and one it cannot catch says why in a third line,
 
     Beyond the model: a data race, which only ThreadSanitizer sees.
 
@@ -60,18 +60,11 @@ def mistakes(exercise: Exercise) -> list[Mistake]:
 
 
 def model_problems(model_suite: str, found: list[Mistake]) -> list[str]:
-    """Each known mistake either names a test of the model stage's suite among those that catch it,
-    or says why the model cannot: the table of what the model stage catches is then read off the
-    files."""
-    problems = []
-    for m in found:
-        named = any(t.split(".")[0] == model_suite for t in m.caught_by)
-        if named and m.beyond_the_model:
-            problems.append(f"{m.path.name}: names {model_suite} in `Caught by` and says it is beyond the model")
-        elif not named and not m.beyond_the_model:
-            problems.append(f"{m.path.name}: names no test of {model_suite} in `Caught by` and has no `Beyond "
-                            "the model:` line saying why the model stage cannot catch it")
-    return problems
+    """A known mistake may not both name a test of the model stage's suite among those that catch
+    it and say why the model cannot catch it. One that does neither has not been judged against
+    the model yet: the table of what the model stage catches counts it apart."""
+    return [f"{m.path.name}: names {model_suite} in `Caught by` and says it is beyond the model"
+            for m in found if m.beyond_the_model and any(t.split(".")[0] == model_suite for t in m.caught_by)]
 
 
 MODEL_TABLE_START = "<!-- read off judge/mistakes/ by check's lint: model_table() in judge/lab/maintainer/mistakes.py -->"
@@ -81,14 +74,15 @@ MODEL_TABLE_END = "<!-- end of the model stage's catch -->"
 def model_table(exercises: list[Exercise]) -> str:
     """What each exercise's model stage catches of the known mistakes, as docs/authoring.md shows
     it: read off the files' `Caught by` and `Beyond the model` lines, which `check` proves."""
-    rows = ["| exercise | known mistakes | the model stage catches | beyond the model, and why |",
-            "|---|---:|---:|---|"]
+    rows = ["| exercise | known mistakes | the model stage catches | not yet judged against it | "
+            "beyond the model, and why |", "|---|---:|---:|---:|---|"]
     for ex in exercises:
         found = mistakes(ex)
         suite = ex.stages[-1].suite if ex.stages else ""
         caught = sum(any(t.split(".")[0] == suite for t in m.caught_by) for m in found)
         beyond = "<br>".join(f"`{m.name}`: {m.beyond_the_model}" for m in found if m.beyond_the_model)
-        rows.append(f"| {ex.name} | {len(found)} | {caught} | {beyond or 'none'} |")
+        unjudged = len(found) - caught - sum(bool(m.beyond_the_model) for m in found)
+        rows.append(f"| {ex.name} | {len(found)} | {caught} | {unjudged} | {beyond or 'none'} |")
     return "\n".join(rows)
 
 
