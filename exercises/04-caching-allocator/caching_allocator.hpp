@@ -42,8 +42,10 @@ struct SegmentInfo {
 };
 
 /// Stage 4. Thrown when the device refuses a segment even after the cache was emptied.
-/// TODO: what() must give the requested bytes, the allocated bytes and the reserved bytes,
-/// in decimal. Copying an exception must not throw: keep the message in a char array.
+/// TODO: what() must give the requested bytes (as the caller passed them), the allocated bytes
+/// and the reserved bytes, in decimal and in that order, as they are when it is thrown: after
+/// the retry's empty_cache, so that reserved no longer counts the segments it returned.
+/// Copying an exception must not throw: keep the message in a char array.
 class OutOfMemoryError : public std::bad_alloc {
  public:
   OutOfMemoryError([[maybe_unused]] std::size_t requested, [[maybe_unused]] std::size_t allocated,
@@ -65,7 +67,9 @@ class CachingAllocator {
 
   /// Stage 1. TODO: give every segment back to the device (device_.free(base)), whether its
   /// blocks are allocated or not.
-  /// Stage 5. TODO: when blocks are pending, device_.synchronize() first.
+  /// Stage 5. TODO: when blocks are pending (pending_bytes() > 0, whether or not their events
+  /// are done by then), device_.synchronize() once first; when none are, do not synchronize,
+  /// as empty_cache.
   ~CachingAllocator() {}
 
   /// Stage 1. TODO: n rounded up to a multiple of 512, and at least 512.
@@ -80,22 +84,30 @@ class CachingAllocator {
   /// when the rest is at least 512 bytes (small pool) or more than 1 MiB (large pool);
   /// otherwise hand out the whole block, and count all of it as allocated.
   /// Stage 4. TODO: when the device returns nullptr, empty the cache, count one oom_retry, and
-  /// ask once more; if it refuses again, throw OutOfMemoryError(n, allocated, reserved) and
-  /// change nothing else. A request so large that rounding it would overflow throws
-  /// OutOfMemoryError without calling the device. Keep the stats up to date. When the heap
+  /// ask once more (oom_retries counts these second calls); if it refuses again, throw
+  /// OutOfMemoryError(n, allocated, reserved), the figures as they are after that empty_cache,
+  /// and change nothing else. Two roundings are checked before the device is asked: n's up to
+  /// a multiple of 512, and its segment's up to a multiple of 2 MiB. When either would overflow
+  /// (any n above SIZE_MAX rounded down to a multiple of 2 MiB), throw OutOfMemoryError at once:
+  /// no device call, no empty_cache, no oom_retry. Keep the stats up to date. When the heap
   /// refuses memory for your bookkeeping (std::bad_alloc), let it through and change nothing:
-  /// a segment the device already gave goes back to it.
+  /// a segment the device already gave goes back to it, and every heap block the call took is
+  /// given back. A failing call keeps no heap memory, whatever made it fail.
   /// Stage 5. TODO: `allocate(n)` is `allocate(n, 0)`. A new segment belongs to the stream of
   /// the request it is made for, and its blocks serve only requests of that stream (best fit
   /// within the stream). Before anything else, every allocate with n > 0 frees the pending
   /// blocks whose events are all done, merging them as deallocate does; n == 0 frees nothing.
+  /// That freeing stays done when the request then fails, on the heap or on the device: the
+  /// call's "change nothing" means nothing beyond it. When the heap fails while a ready block is
+  /// being freed, that block stays pending, those freed before it stay free, and the call throws.
   [[nodiscard]] void* allocate([[maybe_unused]] std::size_t n, [[maybe_unused]] int stream = 0) { return nullptr; }
 
   /// Stage 3. TODO: nullptr is a no-op. Merge the block with its free neighbours in the same
   /// segment (never across segments) and put it back in its pool. A pointer this allocator did
   /// not hand out, an interior pointer, or one already freed throws std::invalid_argument and
   /// changes nothing.
-  /// Stage 4. TODO: when the heap refuses memory (std::bad_alloc), throw it and change nothing.
+  /// Stage 4. TODO: when the heap refuses memory (std::bad_alloc), throw it and change nothing,
+  /// the heap included: every heap block the call took is given back.
   /// Stage 5. TODO: a block recorded on other streams is not freed yet: record one event on
   /// each of those streams (device_.record_event(stream), once per stream however often it was
   /// recorded), and the block becomes pending: no longer allocated (allocated_bytes drops),
@@ -105,7 +117,8 @@ class CachingAllocator {
   /// Stage 5. TODO: p, a block handed out and not freed, is also used by work on `stream`.
   /// Recording the block's own stream changes nothing. nullptr, a pointer this allocator did
   /// not hand out, an interior pointer, or a freed or pending block throws
-  /// std::invalid_argument and changes nothing.
+  /// std::invalid_argument and changes nothing. When the heap refuses memory, throw that
+  /// std::bad_alloc and change nothing.
   void record_stream([[maybe_unused]] void* p, [[maybe_unused]] int stream) {}
 
   /// Stage 5. TODO: the bytes of the pending blocks (their whole sizes).
@@ -113,7 +126,9 @@ class CachingAllocator {
 
   /// Stage 3. TODO: give back to the device every segment that holds no allocated block.
   /// Stage 5. TODO: when blocks are pending, first device_.synchronize() and free every
-  /// pending block (merging it); with nothing pending, do not synchronize.
+  /// pending block (merging it); with nothing pending, do not synchronize. If the heap fails
+  /// while a pending block is freed, throw that std::bad_alloc: the blocks freed stay free, the
+  /// others stay pending, and no segment is returned.
   void empty_cache() {}
 
   /// Stage 1 to 4. TODO: allocated_bytes (the allocated blocks' sizes), reserved_bytes (the

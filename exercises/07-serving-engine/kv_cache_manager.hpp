@@ -47,8 +47,13 @@ struct PrefixCacheStats {
 /// cache's key for a block is therefore the whole prefix up to the block's end. One block per
 /// key: a full block whose key another block holds already is not cached. A cached block
 /// holds one reference of the cache's own; when no request uses it any more (its count is 1)
-/// it stays findable and counts as free. Blocks are taken from the pool's idle blocks first;
-/// only when none is idle is a cached block evicted, the one unused longest first.
+/// it stays findable and counts as free. With prefix caching off, nothing is ever cached.
+///
+/// Taking blocks: a call takes the blocks it needs one at a time, for the request's blocks in
+/// token order. Each is the pool's next idle block (the top of its stack: the block given back
+/// last) while any is idle; only when none is idle is a cached block evicted, the one unused
+/// longest first. A table therefore lists a prompt's hits, then its idle blocks, then the blocks
+/// it evicted.
 ///
 /// Errors: an unknown id throws std::invalid_argument; running out of blocks is a return
 /// value (`std::nullopt`, `false`) after which nothing has changed. Every member that throws
@@ -75,7 +80,8 @@ class KVCacheManager {
   /// Stage 3. The leading full blocks whose whole prefix is cached are reused: retained, not
   /// copied, and made recently used. At most (len - 1) / block_tokens blocks hit: the last
   /// prompt token is always computed, since its logits give the first generated token. The
-  /// result is hits * block_tokens. Every full prompt block becomes findable in the cache.
+  /// result is hits * block_tokens. With prefix caching on, every full prompt block becomes
+  /// findable in the cache (unless another block holds its key already).
   /// A hit on a cached block no request uses does not count as a free block too.
   /// TODO: add len to stats().queried_tokens and the hit tokens to stats().hit_tokens, on a
   /// successful admit only, and only with prefix caching on.
@@ -90,7 +96,8 @@ class KVCacheManager {
   /// {shared, new} to `copies` (never clear it: the engine gathers a whole step's copies in
   /// it) and count it in stats().copies.
   /// TODO: false, with nothing changed, when a block is needed and none can be had.
-  /// Stage 3. A block that the token fills becomes findable in the cache.
+  /// Stage 3. With prefix caching on, a block that the token fills becomes findable in the
+  /// cache, under the request's own tokens; after a copy-on-write, that block is the copy.
   [[nodiscard]] bool append_token([[maybe_unused]] RequestId r, [[maybe_unused]] int token,
                                   [[maybe_unused]] std::vector<BlockCopy>& copies) {
     return false;

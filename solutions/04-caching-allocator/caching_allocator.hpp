@@ -40,10 +40,12 @@ struct SegmentInfo {
 };
 
 /// Thrown when the device refuses a segment even after the cache was emptied. Its message
-/// gives the request and the two figures that explain the failure, in decimal bytes:
-/// "out of memory: tried to allocate 4194304 bytes; 50331648 bytes allocated, 73400320 bytes
-/// reserved". Reserved far above allocated means the memory is there, cut into free blocks
-/// that are too small or held in segments that still hold an allocated block.
+/// gives the request and the two figures that explain the failure, in decimal bytes and in
+/// that order, as they are when it is thrown (after the retry's empty_cache, as PyTorch reads
+/// its own after its retries): "out of memory: tried to allocate 4194304 bytes; 50331648 bytes
+/// allocated, 73400320 bytes reserved". Reserved far above allocated means the memory is there,
+/// cut into free blocks that are too small or held in segments that still hold an allocated
+/// block.
 class OutOfMemoryError : public std::bad_alloc {
  public:
   OutOfMemoryError(std::size_t requested, std::size_t allocated, std::size_t reserved) noexcept
@@ -94,8 +96,11 @@ class OutOfMemoryError : public std::bad_alloc {
 /// `int record_event(int stream)`, `bool event_done(int event)` and `void synchronize()`;
 /// none of them throws.
 ///
-/// Every throwing member changes nothing when it throws: the fallible steps (the containers'
-/// own allocations, the device call) run first, and only steps that cannot fail follow.
+/// Every throwing member changes nothing when it throws, the heap included (every heap block
+/// a failing call took is given back): the fallible steps (the containers' own allocations,
+/// the device call) run first, and only steps that cannot fail follow. Two kinds of
+/// housekeeping stay done when the call then fails: the ready pending blocks `allocate` frees
+/// before the request, and what the retry's `empty_cache` did.
 /// Not thread-safe (callers serialise); PyTorch: one allocator per device, a recursive_mutex, the stream in each key.
 template <class Device>
 class CachingAllocator {
@@ -112,7 +117,8 @@ class CachingAllocator {
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   /// Returns every segment to the device, allocated blocks or not: their memory goes with
-  /// the allocator. Pending blocks may still be read by another stream, so it waits for every
+  /// the allocator. With nothing pending it does not synchronize, as `empty_cache` does not.
+  /// Pending blocks, though, may still be read by another stream, so it waits, once, for every
   /// event first, as `empty_cache` does.
   ~CachingAllocator() {
     if (!pending_.empty()) device_.synchronize();
@@ -132,7 +138,8 @@ class CachingAllocator {
   /// A block of at least `n` bytes for work on `stream`, aligned as the device aligns its
   /// segments to 512 bytes. `n == 0` returns nullptr and changes nothing (it does not even
   /// free the pending blocks that are ready). Throws `OutOfMemoryError` when the device
-  /// cannot supply it.
+  /// cannot supply it, or at once when rounding the request would overflow. The ready pending
+  /// blocks it frees first stay freed whatever happens to the request.
   [[nodiscard]] void* allocate(std::size_t n, int stream = 0) {
     if (n == 0) return nullptr;
     // Frees the pending blocks whose streams have passed their free; one test when none is.
@@ -181,7 +188,7 @@ class CachingAllocator {
   /// changes nothing (its work runs in order), and recording a stream twice is recording it
   /// once. Anything but a block handed out and not freed (nullptr, a pointer from elsewhere,
   /// an interior pointer, a freed or pending block) throws `std::invalid_argument` and
-  /// changes nothing.
+  /// changes nothing; so does a heap that refuses room in the block's list of streams.
   void record_stream(void* p, int stream) {
     auto found = allocated_.find(p);
     if (found == allocated_.end()) [[unlikely]]
@@ -196,7 +203,9 @@ class CachingAllocator {
 
   /// Returns to the device every segment that holds no allocated block. Pending blocks are
   /// freed first, after waiting for every event: the memory is about to leave the cache, and
-  /// a stream may still be reading it. With nothing pending there is nothing to wait for, and
+  /// a stream may still be reading it. When the heap refuses a merge's key meanwhile, the
+  /// `std::bad_alloc` leaves at once: the blocks freed stay free, the others stay pending, and
+  /// no segment is returned. With nothing pending there is nothing to wait for, and
   /// the device is not synchronized. A segment whose blocks are all free has been merged back
   /// into one block, so it is found as a free block with no neighbours.
   void empty_cache() {
@@ -266,6 +275,8 @@ class CachingAllocator {
   };
 
   // The largest n whose rounding to 512, then to the 2 MiB of a large segment, is representable.
+  // `allocate` checks both roundings with it before the device is asked: a larger request
+  // throws at once, with no device call, no empty_cache and no retry counted.
   static constexpr std::size_t kMaxRequest = (SIZE_MAX & ~(kRoundLarge - 1));
 
   static FreeKey key_of(const Block* b) noexcept {
@@ -396,7 +407,9 @@ class CachingAllocator {
 
   // Frees every pending block whose events have all completed, merging it as `deallocate`
   // does. The kit asks each pending block's events in turn; PyTorch keeps one queue of events
-  // per stream and stops at a stream's first incomplete event.
+  // per stream and stops at a stream's first incomplete event. A merge that fails on the heap
+  // throws before changing anything: that block stays pending, and those freed before it stay
+  // free, as the contract has it.
   [[gnu::noinline]] void free_ready_pending() {
     for (std::size_t i = 0; i < pending_.size();) {
       Block* b = pending_[i];
@@ -449,6 +462,7 @@ class CachingAllocator {
     while (b) delete std::exchange(b, b->next);
   }
 
+  // The figures as they are now: after the retry's empty_cache, when there was one.
   [[noreturn, gnu::noinline, gnu::cold]] void throw_out_of_memory(std::size_t n) const {
     throw OutOfMemoryError(n, stats_.allocated_bytes, stats_.reserved_bytes);
   }

@@ -130,7 +130,9 @@ class KVCacheManager {
 
   /// Room for one more token of `r`: a new block when its last one is full, a private copy
   /// (appended to `copies`, whose earlier elements stay) when its last block is partly filled
-  /// and shared after a `fork`. `false`, with nothing changed, when no block can be had.
+  /// and shared after a `fork`. With prefix caching on, a block that the token fills becomes
+  /// findable in the cache: the request's last block, the copy after a copy-on-write. `false`,
+  /// with nothing changed, when no block can be had.
   [[nodiscard]] bool append_token(RequestId r, int token, std::vector<BlockCopy>& copies) {
     Request& request = lookup(r, "append_token");
     const int n = static_cast<int>(request.tokens.size());

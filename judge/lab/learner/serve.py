@@ -516,6 +516,7 @@ def svg(result: dict, title: str) -> str:
             out.append(_band(lower, upper, x, y1, colour, name))
             lower = upper
         out.append(_line(batch, x, yb, _BATCH, "batch", width=1.2))
+        counted_to = -math.inf  # where the last count written under a mark ends
         for i, count in enumerate(preempted):
             if count:
                 cx = x(i)
@@ -524,6 +525,15 @@ def svg(result: dict, title: str) -> str:
                            f'{"-" + str(groups[i][-1]) if len(groups[i]) > 1 else ""}</title></path>'
                            f'<line x1="{cx:.1f}" y1="{top1}" x2="{cx:.1f}" y2="{top1 + h1}" stroke="{_PREEMPT}" '
                            f'stroke-width="0.6" stroke-opacity="0.45"/>')
+                # Several preemptions in one step (or one point) share a mark: under its tip, inside
+                # the plot, the count, on a white halo that hides the line (unless the last count is
+                # too close to leave it room).
+                if count > 1 and cx - 3.5 * len(f"{count:g}") > counted_to:
+                    label = f"{count:g}"
+                    out.append(f'<text x="{cx:.1f}" y="{top1 + 11}" font-size="10" font-weight="bold" '
+                               f'fill="{_PREEMPT}" text-anchor="middle" stroke="#ffffff" stroke-width="3" '
+                               f'paint-order="stroke">{label}</text>')
+                    counted_to = cx + 3.5 * len(label) + 2
     out.append(f'<rect x="{_LEFT}" y="{top1}" width="{_PLOT}" height="{h1}" fill="none" stroke="{_MUTED}"/>')
 
     # ---- panel 2: the caching allocator ----
@@ -558,7 +568,7 @@ def svg(result: dict, title: str) -> str:
     ly = axis_y + 22
     entries = [("rect", _RUNNING, "KV blocks used by running requests"), ("rect", _CACHED, "cached, used by none"),
                ("rect", _FREE, "free"), ("line", _BATCH, "batch size (right axis)"),
-               ("mark", _PREEMPT, "a request preempted"), None,
+               ("mark", _PREEMPT, "a request preempted (2 under it: two in that step)"), None,
                ("line", _RESERVED, "bytes the caching allocator reserved from the device"),
                ("line", _ALLOCATED, "bytes allocated from it")]
     lx = _LEFT
@@ -569,6 +579,8 @@ def svg(result: dict, title: str) -> str:
             continue
         kind, colour, name = entry
         width = 34 + 6.8 * len(name)
+        if lx > _LEFT and lx + width - 14 > _W - 20:  # it would run past the edge: the next row
+            lx, row = _LEFT, row + 1
         yy = ly + 20 * row
         if kind == "rect":
             out.append(f'<rect x="{lx}" y="{yy}" width="14" height="12" fill="{colour}" stroke="{_MUTED}" '
@@ -581,15 +593,23 @@ def svg(result: dict, title: str) -> str:
         out.append(f'<text x="{lx + 20}" y="{yy + 11}" font-size="12" fill="{_INK}">{escape(name)}</text>')
         lx += width
     ly += 20 * (row + 1) + 8
-    facts = [f"{_int(result['requests'])} requests, {_int(result['generated_tokens'])} tokens generated, "
-             f"{result['tokens_per_second']:,.1f} tokens/s, mean batch {result['mean_batch']:.1f}, "
-             f"peak running {_int(result['peak_running'])}, {_int(result['preemptions'])} preemptions",
-             f"prefix hit rate {_percent(result['prefix_hit_rate'])}, KV utilization "
-             f"{_percent(result['kv_utilization'])}, {_int(result['copies'])} copies, "
-             f"{_int(result['device_mallocs'])} device mallocs, heap allocations per step "
-             f"{_per_step(result['heap_allocations_per_step'])} (plain engine "
-             f"{_per_step(result['plain_heap_allocations_per_step'])}), tokens equal to the plain engine's: "
-             f"{_matches(result['matches_plain_engine'])}"]
+    phrases = [f"{_int(result['requests'])} requests", f"{_int(result['generated_tokens'])} tokens generated",
+               f"{result['tokens_per_second']:,.1f} tokens/s", f"mean batch {result['mean_batch']:.1f}",
+               f"peak running {_int(result['peak_running'])}", f"{_int(result['preemptions'])} preemptions",
+               f"prefix hit rate {_percent(result['prefix_hit_rate'])}",
+               f"KV utilization {_percent(result['kv_utilization'])}", f"{_int(result['copies'])} copies",
+               f"{_int(result['device_mallocs'])} device mallocs",
+               f"heap allocations per step {_per_step(result['heap_allocations_per_step'])} (plain engine "
+               f"{_per_step(result['plain_heap_allocations_per_step'])})",
+               f"tokens equal to the plain engine's: {_matches(result['matches_plain_engine'])}"]
+    # As many phrases to a line as fit in the figure's width, at about 6.6 pixels a character of
+    # 12-pixel sans-serif (wider than its average, so that no line runs past the edge).
+    facts: list[str] = []
+    for phrase in phrases:
+        if facts and 20 + 6.6 * len(facts[-1] + ", " + phrase) <= _W - 20:
+            facts[-1] += ", " + phrase
+        else:
+            facts.append(phrase)
     for i, line in enumerate(facts):
         out.append(f'<text x="20" y="{ly + 16 * i + 12}" font-size="12" fill="{_MUTED}">{escape(line)}</text>')
     height = ly + 16 * len(facts) + 16

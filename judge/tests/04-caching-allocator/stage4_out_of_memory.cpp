@@ -11,6 +11,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "alloclab_test.hpp"
@@ -168,6 +169,110 @@ TEST(CachingOomAndSnapshot, TheLargestRoundableRequestGoesToTheDevice) {
   EXPECT_EQ(device.malloc_calls(), calls)
       << "allocate(" << largest + 1 << ") must not call the device: rounding it up to 2 MiB wraps around to a "
       << "tiny segment size.";
+}
+
+// OutOfMemoryError's figures are taken when it is thrown, after the retry's empty_cache: here that
+// empty_cache returns a wholly free 20 MiB segment, and the message must no longer count it.
+TEST(CachingOomAndSnapshot, TheMessageGivesTheFiguresAfterTheRetry) {
+  TestDevice device(64 * MiB);
+  Allocator alloc(device);
+  void* kept = alloc.allocate(300'000);  // 300,032 bytes of a 2 MiB segment that stays
+  void* gone = alloc.allocate(3 * MiB);  // a 20 MiB segment, wholly free once it is freed
+  ASSERT_TRUE(kept && gone) << "Two requests on a roomy device must succeed.";
+  alloc.deallocate(gone);
+  device.set_limit(device.in_use() + 10 * MiB);  // 32 MiB: 40 MiB never fits, before or after the retry
+  const std::size_t requested = 40 * MiB;
+  try {
+    (void)alloc.allocate(requested);
+    ADD_FAILURE() << "allocate(40 MiB) must throw OutOfMemoryError: the device refuses it twice.";
+  } catch (const OutOfMemoryError& e) {
+    const std::string what = e.what();
+    const std::string before = std::to_string(22 * MiB), after = std::to_string(2 * MiB);
+    EXPECT_TRUE(what.find(after) != std::string::npos && what.find(before) == std::string::npos)
+        << "what() must give reserved_bytes as it is when the error is thrown: " << after << " bytes, after the "
+        << "retry's empty_cache returned the wholly free 20 MiB segment, not the " << before << " reserved "
+        << "before it. A figure from before the retry counts memory the process no longer holds, and the gap "
+        << "between reserved and allocated, which tells fragmentation from a real shortage, then lies. It says: \""
+        << what << "\"";
+    const std::size_t at_request = what.find(std::to_string(requested));
+    const std::size_t at_allocated = what.find("300032");
+    const std::size_t at_reserved = what.find(after);
+    EXPECT_TRUE(at_request < at_allocated && at_allocated < at_reserved && at_reserved != std::string::npos)
+        << "what() gives the request (" << requested << "), then allocated_bytes (300032), then reserved_bytes ("
+        << after << "), in that order, so that whoever reads it knows which number is which: \"" << what << "\"";
+  } catch (...) {
+    ADD_FAILURE() << "allocate(40 MiB) must throw alloclab::OutOfMemoryError, nothing else.";
+  }
+  EXPECT_EQ(alloc.stats().reserved_bytes, 2 * MiB) << show(alloc.stats());
+}
+
+// Both roundings, the request's to 512 bytes and its segment's to 2 MiB, are checked before the
+// device is asked, and a request that fails them is no refusal of the device: nothing is retried,
+// and the cache keeps its free segment.
+TEST(CachingOomAndSnapshot, ARequestTooLargeToRoundNeitherRetriesNorEmptiesTheCache) {
+  TestDevice device(64 * MiB);
+  Allocator alloc(device);
+  void* a = alloc.allocate(4 * KiB);
+  ASSERT_NE(a, nullptr) << "allocate(4 KiB) returned nullptr.";
+  alloc.deallocate(a);  // a wholly free 2 MiB segment, cached
+  const std::pair<std::size_t, const char*> requests[] = {
+      {SIZE_MAX - 511, "is a multiple of 512, so its own rounding fits, but its segment's rounding up to a multiple "
+                       "of 2 MiB overflows"},
+      {SIZE_MAX, "overflows already when it is rounded up to a multiple of 512"},
+  };
+  for (const auto& [n, why] : requests) {
+    const std::size_t malloc_calls = device.malloc_calls(), free_calls = device.free_calls();
+    EXPECT_THROW((void)alloc.allocate(n), OutOfMemoryError) << "allocate(" << n << ") " << why << ".";
+    EXPECT_EQ(device.malloc_calls(), malloc_calls)
+        << "allocate(" << n << ") " << why << ": both roundings are checked before the device is asked, so the "
+        << "device must not be called at all.";
+    EXPECT_EQ(device.free_calls(), free_calls)
+        << "allocate(" << n << ") " << why << ": it is refused at once, and no retry could help, so the cache must "
+        << "not be emptied: the free segment stays for the next request that fits it.";
+    EXPECT_EQ(alloc.stats().oom_retries, 0u)
+        << "allocate(" << n << ") is no refusal of the device, so no retry is made or counted: " << show(alloc.stats());
+  }
+  EXPECT_EQ(alloc.stats().reserved_bytes, 2 * MiB) << "The cached segment is still there: " << show(alloc.stats());
+}
+
+// A call that throws keeps none of the heap memory it took for the request, whatever made it fail:
+// the device, an overflow, or the caller's pointer. (A heap that fails is tested below.)
+TEST(CachingOomAndSnapshot, AFailingCallKeepsNoHeapMemory) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary does not count the heap's blocks, so the test would prove "
+                                      "nothing.";
+  TestDevice device(64 * MiB);
+  Allocator alloc(device);
+  void* a = alloc.allocate(4 * KiB);
+  void* b = alloc.allocate(3 * MiB);
+  ASSERT_TRUE(a && b) << "Two requests on a roomy device must succeed.";
+  device.set_limit(device.in_use());  // every new segment is refused, before and after the retry
+  int local = 0;
+  struct Case {
+    const char* call;
+    const char* why;
+    std::function<void()> run;
+  };
+  const Case cases[] = {
+      {"allocate(40 MiB)", "throws OutOfMemoryError after the device refused it twice",
+       [&] { (void)alloc.allocate(40 * MiB); }},
+      {"allocate(SIZE_MAX)", "throws OutOfMemoryError without asking the device", [&] { (void)alloc.allocate(SIZE_MAX); }},
+      {"deallocate of an interior pointer", "throws std::invalid_argument",
+       [&] { alloc.deallocate(static_cast<char*>(a) + 512); }},
+      {"deallocate of a pointer from elsewhere", "throws std::invalid_argument", [&] { alloc.deallocate(&local); }},
+  };
+  for (const Case& c : cases) {
+    const long before = news_in_use();
+    try {
+      c.run();
+    } catch (...) {
+    }
+    const long kept = news_in_use() - before;
+    EXPECT_EQ(kept, 0) << c.call << " " << c.why << ", and kept " << kept << " heap block(s) it took: a failing call "
+                       << "keeps no heap memory. A block record made before the device call, or a key or an entry "
+                       << "made for the request, goes back before the exception leaves the call; otherwise every "
+                       << "out of memory leaks host memory, and a server that retries smaller requests after one "
+                       << "leaks with each.";
+  }
 }
 
 TEST(CachingOomAndSnapshot, StatsCountEverything) {

@@ -22,6 +22,7 @@
 
 #include "alloclab_test.hpp"
 #include "caching_test_support.hpp"
+#include "failing_new.hpp"
 #include "test_device.hpp"
 
 namespace stage5_streams {
@@ -31,8 +32,12 @@ using alloclab::OutOfMemoryError;
 using alloclab::test::address;
 using alloclab::test::Allocator;
 using alloclab::test::block_at;
+using alloclab::test::call_with_failing_new;
+using alloclab::test::failing_new_works;
+using alloclab::test::for_each_failing_allocation;
 using alloclab::test::KiB;
 using alloclab::test::MiB;
+using alloclab::test::news_in_use;
 using alloclab::test::show;
 using alloclab::test::TestDevice;
 
@@ -463,6 +468,182 @@ TEST(CachingStreams, TheDestructorSynchronizesBeforeReturningPendingMemory) {
       << "A pending block may still be read by another stream: the destructor waits for every event before "
          "its memory goes back to the device.";
   EXPECT_EQ(device.bad_frees(), 0u);
+}
+
+TEST(CachingStreams, TheDestructorSynchronizesOnlyWhenBlocksArePending) {
+  TestDevice device(64 * MiB);
+  {
+    Allocator alloc(device);
+    void* p = alloc.allocate(4 * KiB, 0);
+    void* q = alloc.allocate(4 * KiB, 0);
+    ASSERT_TRUE(p && q) << "Two small requests must succeed.";
+    alloc.record_stream(p, 1);
+    alloc.deallocate(p);
+    alloc.empty_cache();  // waits, and frees the pending block
+    ASSERT_EQ(device.synchronize_calls(), 1u) << "empty_cache with a pending block synchronizes once.";
+    ASSERT_EQ(alloc.pending_bytes(), 0u) << "After empty_cache nothing is pending.";
+  }
+  EXPECT_EQ(device.synchronize_calls(), 1u)
+      << "With nothing pending the destructor has nothing to wait for, and must not synchronize, as empty_cache "
+         "does not: a device synchronization stalls every stream, here only to give memory back that no stream "
+         "uses.";
+  {
+    Allocator alloc(device);
+    void* p = alloc.allocate(4 * KiB, 0);
+    ASSERT_NE(p, nullptr) << "allocate(4 KiB) returned nullptr.";
+    alloc.record_stream(p, 1);
+    alloc.deallocate(p);
+    device.complete(1);  // its event is done, but no allocate has freed it yet
+    ASSERT_EQ(alloc.pending_bytes(), 4 * KiB) << "The block stays pending until an allocate or empty_cache frees it.";
+  }
+  EXPECT_EQ(device.synchronize_calls(), 2u)
+      << "A block stays pending until an allocate or empty_cache frees it, even once its events are done: the "
+         "destructor synchronizes once when pending_bytes() > 0, and asks no event whether it may skip the wait.";
+  EXPECT_EQ(device.live_allocations(), 0u) << "Both destructors return every segment.";
+}
+
+// The pending blocks an allocate frees first are its own housekeeping, not part of the request:
+// they stay freed when the request then fails on the heap. Only a failure while a ready block is
+// being freed leaves that block pending.
+TEST(CachingStreams, ReadyBlocksFreedBeforeAHeapFailureStayFreed) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  TestDevice device(64 * MiB);  // as empty again after each round
+  const int failures = for_each_failing_allocation([&](long n) {
+    Allocator alloc(device);
+    void* p = alloc.allocate(4 * KiB, 0);
+    void* q = alloc.allocate(4 * KiB, 0);
+    if (p == nullptr || q == nullptr) {
+      ADD_FAILURE() << "Two small requests must succeed.";
+      return false;
+    }
+    alloc.record_stream(p, 1);
+    alloc.deallocate(p);
+    device.complete(1);  // p is ready: the next allocate frees it first
+    const auto before = alloc.snapshot();
+    const auto stats = alloc.stats();
+    const std::size_t malloc_calls = device.malloc_calls();
+    const long in_use = news_in_use();
+    void* r = nullptr;
+    const auto outcome = call_with_failing_new(n, [&] { r = alloc.allocate(3 * MiB, 0); });
+    const long kept = news_in_use() - in_use;
+    if (!outcome.fired) return false;
+    const std::string call = "allocate(3 MiB), with a ready pending block and heap allocation " + std::to_string(n) +
+                             " inside it refused,";
+    if (!outcome.threw) {
+      EXPECT_TRUE(r != nullptr && alloc.pending_bytes() == 0u)
+          << call << " succeeded: it must then have freed the ready block first and served the request:"
+          << show(alloc.snapshot());
+      return !HasFailure();
+    }
+    const auto after = alloc.snapshot();
+    const bool asked_the_device = device.malloc_calls() != malloc_calls;
+    if (alloc.pending_bytes() == 4 * KiB) {
+      EXPECT_FALSE(asked_the_device)
+          << call << " threw std::bad_alloc after it had asked the device, and the ready block is pending again: "
+          << "allocate frees the ready pending blocks before anything else, and that freeing stays done when the "
+          << "request then fails. Undoing it waits again for events that are done, and the memory stays out of "
+          << "every pool until the next allocate.";
+      EXPECT_TRUE(alloclab::test::same(after, before) && kept == 0)
+          << call << " threw std::bad_alloc while it freed the ready block (it is still pending): that block must "
+          << "stay exactly as it was, and every heap block the call took must be given back (" << kept
+          << " kept):" << show(after);
+    } else {
+      const auto* freed = block_at(after, p);
+      EXPECT_TRUE(alloc.pending_bytes() == 0u && freed != nullptr && !freed->allocated && !freed->pending &&
+                  freed->size == 4 * KiB && after.size() == 1u)
+          << call << " threw std::bad_alloc: the ready block it freed first stays free (4 KiB, beside the live "
+          << "one), pending_bytes() agrees with the snapshot, and nothing else changed: no segment was added. "
+          << "A pending block taken off the pending list before its merge is lost for good when the merge "
+          << "fails:" << show(after) << "\n  pending_bytes() = " << alloc.pending_bytes();
+      const auto now = alloc.stats();
+      EXPECT_TRUE(now.allocated_bytes == stats.allocated_bytes && now.reserved_bytes == stats.reserved_bytes &&
+                  now.device_mallocs == stats.device_mallocs && now.cache_hits == stats.cache_hits &&
+                  now.peak_reserved_bytes == stats.peak_reserved_bytes)
+          << call << " threw std::bad_alloc: apart from the ready block freed first, the stats stay as they were: "
+          << show(now);
+    }
+    void* again = alloc.allocate(3 * MiB, 0);
+    EXPECT_TRUE(again != nullptr && alloc.pending_bytes() == 0u)
+        << "After " << call << " threw, the same request must succeed and leave nothing pending:"
+        << show(alloc.snapshot());
+    return !HasFailure();
+  });
+  if (!HasFailure()) {
+    EXPECT_GT(failures, 0) << "allocate(3 MiB) on a new segment must need the heap at least once.";
+  }
+}
+
+// record_stream, and the free that makes a block pending, take heap memory too (the block's list
+// of streams, the list of pending blocks): when the heap refuses, they change nothing, record no
+// event and keep no heap memory.
+TEST(CachingStreams, RecordStreamAndAPendingFreeChangeNothingWhenTheHeapFails) {
+  ASSERT_TRUE(failing_new_works()) << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  TestDevice device(64 * MiB);
+  // The test device keeps its events in a vector and its streams in a map, both on the heap:
+  // events recorded now give them room (80 events leave the vector room for 48 more), so that a
+  // refused allocation lands in the allocator, never in the device's noexcept record_event.
+  for (int i = 0; i < 40; ++i) (void)device.record_event(1), (void)device.record_event(2);
+  for_each_failing_allocation([&](long n) {
+    Allocator alloc(device);
+    void* p = alloc.allocate(4 * KiB, 0);
+    if (p == nullptr) {
+      ADD_FAILURE() << "allocate(4 KiB) returned nullptr.";
+      return false;
+    }
+    const auto before = alloc.snapshot();
+    const std::size_t events = device.events_recorded();
+    const long in_use = news_in_use();
+    const auto outcome = call_with_failing_new(n, [&] { alloc.record_stream(p, 1); });
+    const long kept = news_in_use() - in_use;
+    if (!outcome.fired) return false;
+    if (outcome.threw) {
+      EXPECT_TRUE(alloclab::test::same(alloc.snapshot(), before) && kept == 0)
+          << "record_stream(p, 1) threw std::bad_alloc when heap allocation " << n << " inside it failed: it must "
+          << "change nothing and keep no heap memory (" << kept << " block(s) kept).";
+      alloc.deallocate(p);
+      EXPECT_TRUE(device.events_recorded() == events && alloc.pending_bytes() == 0u)
+          << "record_stream(p, 1) threw std::bad_alloc, so stream 1 was not recorded: p's free must free it at "
+          << "once, with no event.";
+    }
+    return !HasFailure();
+  });
+  const int failures = for_each_failing_allocation([&](long n) {
+    Allocator alloc(device);
+    void* p = alloc.allocate(4 * KiB, 0);
+    void* q = alloc.allocate(4 * KiB, 0);
+    if (p == nullptr || q == nullptr) {
+      ADD_FAILURE() << "Two small requests must succeed.";
+      return false;
+    }
+    alloc.record_stream(p, 1);
+    alloc.record_stream(p, 2);
+    const auto before = alloc.snapshot();
+    const auto stats = alloc.stats();
+    const std::size_t events = device.events_recorded();
+    const std::size_t on_1 = device.events_recorded_on(1), on_2 = device.events_recorded_on(2);
+    const long in_use = news_in_use();
+    const auto outcome = call_with_failing_new(n, [&] { alloc.deallocate(p); });
+    const long kept = news_in_use() - in_use;
+    if (!outcome.fired) return false;
+    if (!outcome.threw) return alloc.pending_bytes() == 4 * KiB;
+    EXPECT_TRUE(alloclab::test::same(alloc.snapshot(), before) && alloclab::test::same(alloc.stats(), stats) &&
+                alloc.pending_bytes() == 0u && kept == 0)
+        << "The free of a block used on streams 1 and 2 threw std::bad_alloc when heap allocation " << n
+        << " inside it failed: the block must still be allocated, nothing pending, the stats as they were, and "
+        << "no heap memory kept (" << kept << " block(s)):" << show(alloc.snapshot());
+    EXPECT_EQ(device.events_recorded(), events)
+        << "The failed free must record no event: make room for the pending block first, then record the events. "
+           "An event recorded before the step that fails is lost, and the block's list of streams may already "
+           "hold event ids when the free is tried again.";
+    alloc.deallocate(p);
+    EXPECT_TRUE(device.events_recorded_on(1) == on_1 + 1 && device.events_recorded_on(2) == on_2 + 1)
+        << "Freed again after the failure, the block records one event on stream 1 and one on stream 2.";
+    EXPECT_EQ(alloc.pending_bytes(), 4 * KiB) << "And it is pending.";
+    return !HasFailure();
+  });
+  if (!HasFailure()) {
+    EXPECT_GT(failures, 0) << "The free of a block used on other streams makes it pending, which needs the heap.";
+  }
 }
 
 // A long random run on three streams: requests, frees, record_stream, streams that run, and

@@ -201,6 +201,25 @@ TEST(KVAdmission, WithCachingOffNothingIsCachedOrCounted) {
   EXPECT_EQ(m.pool().num_free(), 8) << "Without a cache, a released block is idle: no reference stays behind.";
 }
 
+TEST(KVAdmission, WithCachingOffABlockATokenFillsIsNotCachedEither) {
+  KVCacheManager m(4, 4, false);
+  ASSERT_TRUE(m.admit(1, std::vector<int>{7, 7, 7}).has_value()) << kAdmitFails;
+  const int block = m.block_table(1)[0];
+  std::vector<BlockCopy> copies;
+  ASSERT_TRUE(m.append_token(1, 7, copies)) << "The 4th token fits in the prompt's block.";
+  EXPECT_EQ(m.num_cached_blocks(), 0)
+      << "With prefix caching off, nothing is ever cached, not even a block that a token fills: append_token must "
+         "look at prefix_caching as admit does.";
+  EXPECT_EQ(m.pool().refcount(block), 1) << "The filled block is held by its request alone: with caching off, no "
+                                            "cache takes a reference of its own.";
+  m.release(1);
+  EXPECT_EQ(m.pool().num_free(), 4) << "Released, the block must be idle in the pool: a reference kept by a cache "
+                                       "that is off would hold it forever.";
+  ASSERT_TRUE(m.admit(2, std::vector<int>{7, 7, 7, 7, 1}).has_value()) << kAdmitFails;
+  EXPECT_EQ(m.block_table(2)[0], block)
+      << "The block request 1 gave back last is on top of the pool's stack: the next admit must get it first.";
+}
+
 TEST(KVAdmission, MisuseThrowsAndChangesNothing) {
   KVCacheManager m(4, 4, false);
   ASSERT_TRUE(m.admit(1, tokens(4)).has_value()) << kAdmitFails;

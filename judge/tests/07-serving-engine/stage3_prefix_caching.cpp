@@ -135,6 +135,55 @@ TEST(KVPrefixCaching, TheBlockUnusedLongestIsEvictedFirst) {
                           "before its beginning: the first block must still hit.";
 }
 
+TEST(KVPrefixCaching, NewBlocksAreTakenInTokenOrder) {
+  // The chapter's worked example: 8 blocks of 4 tokens, prompt A of 12 tokens, prompt B of 8.
+  KVCacheManager m(8, 4);
+  ASSERT_TRUE(m.admit(1, tokens(12)).has_value()) << kAdmitFails;       // [0, 1, 2]
+  ASSERT_TRUE(m.admit(2, tokens(8, 100)).has_value()) << kAdmitFails;   // [3, 4]
+  m.release(1);                                                         // unused: 2 1 0
+  m.release(2);                                                         // unused: 2 1 0 4 3
+  ASSERT_TRUE(m.admit(3, tokens(20, 200)).has_value()) << kAdmitFails;
+  const std::vector<int> third(m.block_table(3).begin(), m.block_table(3).end());
+  EXPECT_EQ(third, (std::vector<int>{5, 6, 7, 2, 1}))
+      << "A call takes its blocks one at a time, for the request's blocks in token order: the three idle blocks "
+         "first, as the pool's stack hands them out (5, 6, 7), then the cached blocks unused longest (2, then 1). "
+         "Request 3's table is " << show(third) << ".";
+  const auto hit = m.admit(4, join(tokens(4), tokens(5, 300)));
+  ASSERT_TRUE(hit.has_value()) << kAdmitFails;
+  EXPECT_EQ(*hit, 4) << "The prompt starts with prompt A's first block, block 0, which the eviction spared.";
+  const std::vector<int> fourth(m.block_table(4).begin(), m.block_table(4).end());
+  EXPECT_EQ(fourth, (std::vector<int>{0, 4, 3}))
+      << "The hit comes first, then the new blocks in token order: nothing is idle, so B's blocks are evicted, the "
+         "one unused longest first (4, then 3). Request 4's table is " << show(fourth) << ".";
+  EXPECT_EQ(m.stats().evictions, 4u);
+  EXPECT_FALSE(m.admit(5, tokens(1, 400)).has_value()) << "Every block is in use: a fifth request is refused.";
+}
+
+TEST(KVPrefixCaching, ABlockAnotherRequestHoldsStaysOffTheUnusedList) {
+  KVCacheManager m(4, 4);
+  ASSERT_TRUE(m.admit(1, tokens(8)).has_value()) << kAdmitFails;  // two full blocks, both cached
+  m.fork(1, 2);
+  const std::vector<int> shared(m.block_table(1).begin(), m.block_table(1).end());
+  m.release(1);
+  ASSERT_EQ(m.num_free_blocks(), 2)
+      << "Request 2 still holds both blocks of request 1: only the two idle blocks are free. A cached block becomes "
+         "unused (and free) only when no request holds it any more, its count down to the cache's 1, not whenever "
+         "one of its holders releases it.";
+  EXPECT_EQ(m.pool().refcount(shared[0]), 2) << "Request 2 and the cache hold the first block.";
+  EXPECT_FALSE(m.admit(3, tokens(12, 100)).has_value())
+      << "12 tokens need 3 blocks and only the 2 idle ones can be had: request 2's blocks cannot be evicted.";
+  ASSERT_TRUE(m.admit(4, tokens(8, 100)).has_value()) << kAdmitFails;
+  EXPECT_EQ(m.stats().evictions, 0u) << "The two idle blocks were enough: nothing is evicted.";
+  EXPECT_EQ(std::vector<int>(m.block_table(2).begin(), m.block_table(2).end()), shared);
+  m.release(2);
+  EXPECT_EQ(m.num_free_blocks(), 2) << "Now no request holds request 1's blocks: they are unused, cached and free.";
+  m.release(4);
+  EXPECT_EQ(m.num_free_blocks(), 4);
+  const auto hit = m.admit(5, tokens(9));
+  ASSERT_TRUE(hit.has_value()) << kAdmitFails;
+  EXPECT_EQ(*hit, 8) << "Both blocks of the first prompt stayed findable.";
+}
+
 TEST(KVPrefixCaching, AHitMakesABlockRecentlyUsedAgain) {
   KVCacheManager m(4, 4);
   ASSERT_TRUE(m.admit(1, tokens(8, 0)).has_value()) << kAdmitFails;  // blocks a0 a1
@@ -352,6 +401,37 @@ TEST(KVPrefixCaching, AppendTokenEvictsWhenNothingIsIdle) {
   EXPECT_FALSE(m.append_token(3, 9, copies)) << "Nothing is idle and every cached block is in use.";
   const auto hit = m.admit(4, tokens(5));
   EXPECT_FALSE(hit.has_value()) << "The first prompt's block was evicted, and no block is free.";
+}
+
+TEST(KVPrefixCaching, ATokenThatFillsACopyCachesTheCopy) {
+  KVCacheManager m(8, 4);
+  ASSERT_TRUE(m.admit(1, std::vector<int>{1, 2, 3}).has_value()) << kAdmitFails;
+  m.fork(1, 2);
+  std::vector<BlockCopy> copies;
+  ASSERT_TRUE(m.append_token(2, 40, copies)) << kAppendFails;
+  ASSERT_EQ(copies.size(), 1u) << "The child writes into the shared, partly filled block: one copy.";
+  const int source = copies[0].src, copy = copies[0].dst;
+  EXPECT_EQ(m.num_cached_blocks(), 1) << "Token 40 fills the child's copy: the copy becomes findable.";
+  EXPECT_EQ(m.pool().refcount(copy), 2)
+      << "The child and the cache hold the copy: the block that token 40 filled is the copy, whose KV is that of "
+         "1, 2, 3, 40, so the cache's key {1, 2, 3, 40} must name the copy, not the block it was copied from.";
+  EXPECT_EQ(m.pool().refcount(source), 1) << "The source is the parent's alone: it never holds token 40.";
+  ASSERT_TRUE(m.append_token(1, 50, copies)) << kAppendFails;
+  EXPECT_EQ(copies.size(), 1u) << "The parent holds its block alone again: no copy.";
+  EXPECT_EQ(m.num_cached_blocks(), 2) << "Token 50 fills the parent's block: a second key, {1, 2, 3, 50}.";
+  EXPECT_EQ(m.pool().refcount(source), 2) << "The parent and the cache hold the source, under one key only.";
+  const auto child_like = m.admit(3, std::vector<int>{1, 2, 3, 40, 9});
+  ASSERT_TRUE(child_like.has_value()) << kAdmitFails;
+  EXPECT_EQ(*child_like, 4);
+  EXPECT_EQ(m.block_table(3)[0], copy) << "A prompt that starts like the child must hit the child's copy, the block "
+                                          "whose KV was computed for 1, 2, 3, 40.";
+  const auto parent_like = m.admit(4, std::vector<int>{1, 2, 3, 50, 9});
+  ASSERT_TRUE(parent_like.has_value()) << kAdmitFails;
+  EXPECT_EQ(*parent_like, 4);
+  EXPECT_EQ(m.block_table(4)[0], source);
+  for (const int r : {1, 2, 3, 4}) m.release(r);
+  EXPECT_EQ(m.num_free_blocks(), 8) << "Every block is free once every request is released.";
+  EXPECT_EQ(m.pool().num_free(), 6) << "Only the two cached blocks keep a reference, the cache's own.";
 }
 
 // A world for the tests of a failing heap: no block idle, two cached blocks unused (the older

@@ -1,0 +1,83 @@
+// Stage 6 — against the model: random sequences of allocate (zero, small, large, huge, on three
+// streams), deallocate, record_stream, streams that run, synchronize, empty_cache and a device
+// limit that changes, misuse and a heap that fails inside a call included, run on your allocator
+// and on model.hpp side by side (model_run.cpp). After every call the outcome, the address handed
+// out, the snapshot, every statistic, pending_bytes() and what the device saw (its segments, the
+// events recorded on each stream, its synchronizations) must agree; at the end, the destructor's.
+// This file only generates the sequences: it includes no header under test, so an edit of
+// caching_allocator.hpp never recompiles it.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "model_calls.hpp"
+#include "model_check.hpp"
+
+namespace stage6_model {
+
+using caching_model::foreign;
+using caching_model::KiB;
+using caching_model::kLargestRequest;
+using caching_model::kNoLimit;
+using caching_model::live;
+using caching_model::MiB;
+using caching_model::null;
+using caching_model::Op;
+
+// Sizes that meet: a few small ones often, so that free blocks of equal size compete; the
+// boundaries of the pools and of the segment sizes; requests too large to round.
+rc::Gen<std::size_t> sizes() {
+  return rc::gen::weightedOneOf<std::size_t>({
+      {1, rc::gen::just<std::size_t>(0)},
+      {12, rc::gen::element<std::size_t>(1 * KiB, 2 * KiB, 4 * KiB, 8 * KiB)},
+      {4, rc::gen::map(rc::gen::inRange<std::size_t>(1, 17), [](std::size_t k) { return k * KiB; })},
+      {3, rc::gen::element<std::size_t>(1, 512, 513, 1000, 3000, 2 * MiB - 4 * KiB)},
+      {2, rc::gen::map(rc::gen::inRange<std::size_t>(1, 9), [](std::size_t k) { return k * 128 * KiB; })},
+      {3, rc::gen::element<std::size_t>(MiB - 1, MiB, MiB + 1, 10 * MiB - 1, 10 * MiB, 10 * MiB + 1, 19 * MiB,
+                                        20 * MiB, 20 * MiB + 1)},
+      {4, rc::gen::map(rc::gen::inRange<std::size_t>(3, 20), [](std::size_t k) { return k * MiB / 2; })},
+      {2, rc::gen::map(rc::gen::inRange<std::size_t>(20, 49), [](std::size_t k) { return k * MiB / 2; })},
+      {1, rc::gen::element<std::size_t>(std::size_t{kLargestRequest}, kLargestRequest + 1, SIZE_MAX - 511, SIZE_MAX)},
+  });
+}
+
+rc::Gen<int> streams() { return rc::gen::inRange(0, caching_model::kStreams); }
+// Which pointer, counted from the newest: mostly the newest, so that record_stream, deallocate and
+// the next calls meet on one block.
+rc::Gen<std::size_t> picks() {
+  return rc::gen::weightedOneOf<std::size_t>({{3, rc::gen::just<std::size_t>(0)}, {2, rc::gen::inRange<std::size_t>(0, 8)}});
+}
+rc::Gen<long> fails() {
+  return rc::gen::weightedOneOf<long>({{10, rc::gen::just(0L)}, {3, rc::gen::inRange(1L, 7L)}});
+}
+
+rc::Gen<Op> ops() {
+  using K = Op::Kind;
+  const auto none = rc::gen::just<std::size_t>(0);
+  const auto zero = rc::gen::just(0);
+  const auto no_fail = rc::gen::just(0L);
+  return rc::gen::weightedOneOf<Op>({
+      {10, rc::gen::construct<Op>(rc::gen::just(K::allocate), sizes(), streams(), none, zero, fails())},
+      {6, rc::gen::construct<Op>(rc::gen::just(K::deallocate), none, zero, picks(), rc::gen::just<int>(live), fails())},
+      {2, rc::gen::construct<Op>(rc::gen::just(K::deallocate), none, zero, picks(), rc::gen::inRange<int>(null, foreign + 1),
+                                 fails())},
+      {5, rc::gen::construct<Op>(rc::gen::just(K::record_stream), none, streams(), picks(), rc::gen::just<int>(live),
+                                 fails())},
+      {1, rc::gen::construct<Op>(rc::gen::just(K::record_stream), none, streams(), picks(),
+                                 rc::gen::inRange<int>(null, foreign + 1), no_fail)},
+      {3, rc::gen::construct<Op>(rc::gen::just(K::complete), none, streams(), none, zero, no_fail)},
+      {1, rc::gen::construct<Op>(rc::gen::just(K::synchronize), none, zero, none, zero, no_fail)},
+      {1, rc::gen::construct<Op>(rc::gen::just(K::empty_cache), none, zero, none, zero, fails())},
+      {1, rc::gen::construct<Op>(rc::gen::just(K::set_limit),
+                                 rc::gen::weightedOneOf<std::size_t>({{3, rc::gen::inRange<std::size_t>(0, 24)},
+                                                                      {1, rc::gen::just(kNoLimit)}}),
+                                 zero, none, zero, no_fail)},
+  });
+}
+
+ALLOCLAB_MODEL_TEST(CachingModel, EveryCallAgreesWithTheModel, 4, {}, [] {
+  const auto sequence = *rc::gen::container<std::vector<Op>>(ops());
+  caching_model::run(sequence);
+})
+
+}  // namespace stage6_model
