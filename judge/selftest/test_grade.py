@@ -85,7 +85,7 @@ class FindingHeaders(unittest.TestCase):
         grade = grading.grade_header(self.catalog, self.arena, big, ("clang",), "unused", self.tmp)
         self.assertEqual((grade.status, grade.score, grade.max_score), ("unreadable", 0.0, 100.0))
         self.assertIn("over 1 MB", grade.message)
-        self.assertEqual([s.earned for s in grade.stages], [0.0] * 4)
+        self.assertEqual([s.earned for s in grade.stages], [0.0] * 5)
 
 
 class Flags(unittest.TestCase):

@@ -227,8 +227,8 @@ class Autograder(unittest.TestCase):
     def test_a_header_failing_a_later_stage_scores_the_stages_before_it(self):
         data, _ = self.grade(RESET_CLEARS_PEAK)
         self.assert_stage_tests(data)
-        self.assertEqual([t["status"] for t in data["tests"]], ["passed", "passed", "failed", "passed"],
-                         "only stage 3 (reuse) fails: reset() lowers peak()")
+        self.assertEqual([t["status"] for t in data["tests"]], ["passed", "passed", "failed", "passed", "failed"],
+                         "stage 3 (reuse) fails, and the model stage after it: reset() lowers peak()")
         self.assertEqual(data["score"], sum(t["max_score"] for t in data["tests"][:2]) + data["tests"][3]["max_score"])
         self.assertIn("ResetKeepsPeak", data["tests"][2]["output"], "the failing stage names its failing test")
         self.assertEqual(data["leaderboard"], [], "an exercise that did not pass is not on the leaderboard")
