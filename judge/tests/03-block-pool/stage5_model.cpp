@@ -22,18 +22,20 @@ using block_pool_model::Op;
 // these draw from the whole range whatever the size.
 rc::Gen<int> uniform(int min, int max) { return rc::gen::resize(100, rc::gen::inRange(min, max)); }
 
-// One of the values, each as often as its weight, shrinking towards the first: RapidCheck's
-// element and weightedOneOf choose once and never shrink the choice.
+// One of the values, each as often as its weight, shrinking towards the ones listed first. Not
+// RapidCheck's element or weightedOneOf, which never shrink their choice, nor a map of a
+// uniform number, which would try many shrinks that give the same value: each try replays the
+// whole sequence of calls.
 rc::Gen<int> weighted(std::vector<std::pair<int, int>> weights_and_values) {
   int total = 0;
   for (const auto& [weight, value] : weights_and_values) total += weight;
-  return rc::gen::map(uniform(0, total), [weights_and_values](int k) {
-    for (const auto& [weight, value] : weights_and_values) {
-      if (k < weight) return value;
-      k -= weight;
-    }
-    return weights_and_values.back().second;
+  const rc::Gen<int> index([weights_and_values, total](const rc::Random& random, int) {
+    int k = static_cast<int>(rc::Random(random).next() % static_cast<rc::Random::Number>(total));
+    int i = 0;
+    while (k >= weights_and_values[static_cast<std::size_t>(i)].first) k -= weights_and_values[static_cast<std::size_t>(i++)].first;
+    return rc::shrinkable::shrinkRecur(i, [](int j) { return rc::shrink::towards(j, 0); });
   });
+  return rc::gen::map(index, [weights_and_values](int i) { return weights_and_values[static_cast<std::size_t>(i)].second; });
 }
 
 // 0: the heap works; k: the k-th heap allocation inside the call fails.
@@ -64,7 +66,7 @@ rc::Gen<Op> ops(bool pool, bool cache) {
       {3 * p, op(K::make_writable, none(), whiches(), failures())},
       {1 * p, op(K::refcount, none(), rc::gen::just(2), none())},
       {1 * p, op(K::new_pool, uniform(0, block_pool_model::kPoolSizeCases), none(), failures())},
-      {2 * c, op(K::create, none(), none(), failures())},
+      {4 * c, op(K::create, none(), none(), failures())},
       {10 * c, op(K::append, none(), whiches(), failures())},
       {6 * c, op(K::fork, none(), whiches(), failures())},
       {6 * c, op(K::free, none(), whiches(), failures())},
@@ -75,17 +77,18 @@ rc::Gen<Op> ops(bool pool, bool cache) {
   });
 }
 
-// 300 sequences of up to about 80 calls: the cache's stories are long (a copy-on-write into a
-// block that a free just gave back takes seven calls at least), and shorter sequences miss them.
-ALLOCLAB_MODEL_TEST(BlockPoolModel, EveryCallAgreesWithTheModel, 3, (alloclab::test::model::Budget{300, 80}), [] {
+// 200 sequences of up to 60 calls each, the first as long as the last: the cache's stories are
+// long (a copy-on-write into a block a free just gave back takes seven calls at least), and the
+// short sequences RapidCheck starts with would miss them.
+ALLOCLAB_MODEL_TEST(BlockPoolModel, EveryCallAgreesWithTheModel, 3, (alloclab::test::model::Budget{200, 60}), [] {
   const int pool_blocks = *uniform(0, 7);
   // Few blocks, so that they run out and come back often; blocks of 2 or 3 tokens, so that a
   // forked sequence's last block is often partly filled.
-  const int cache_blocks = *weighted({{4, 2}, {3, 3}, {1, 1}, {1, 4}});
+  const int cache_blocks = *weighted({{6, 2}, {3, 3}, {1, 1}, {1, 4}});
   const int block_tokens = *weighted({{4, 2}, {2, 3}, {1, 1}});
   const auto token_bytes = static_cast<std::size_t>(*uniform(1, 5));
   const int calls_of = *weighted({{1, 0}, {3, 1}, {1, 2}});  // both classes, the cache's only, the pool's only
-  const auto sequence = *rc::gen::container<std::vector<Op>>(ops(calls_of != 1, calls_of != 2));
+  const auto sequence = *rc::gen::resize(60, rc::gen::container<std::vector<Op>>(ops(calls_of != 1, calls_of != 2)));
   block_pool_model::run(pool_blocks, cache_blocks, block_tokens, token_bytes, sequence);
 })
 

@@ -339,8 +339,21 @@ class Allocator {
 
   void count_retry() { ++stats_.oom_retries; }
 
-  /// The state of the block that starts at `address`, if one does.
+  /// Whether a block in `state` starts at `address`.
   bool block_at(std::uintptr_t address, State state) const { return find(address, state).first != npos; }
+
+  /// Whether the allocated block at `address` was recorded on another stream.
+  bool recorded(std::uintptr_t address) const {
+    const auto [s, i] = find(address, State::allocated);
+    return s != npos && !segments_[s].blocks[i].uses.empty();
+  }
+
+  /// The stream of the segment that holds `address`.
+  int stream_of(std::uintptr_t address) const {
+    for (const Segment& seg : segments_)
+      if (address >= seg.base && address < seg.base + seg.size) return seg.stream;
+    return 0;
+  }
 
  private:
   static constexpr std::size_t npos = SIZE_MAX;

@@ -19,10 +19,11 @@ constexpr std::size_t kLargestRequest = SIZE_MAX / (2 * MiB) * (2 * MiB);
 constexpr int kStreams = 3;          // the streams a sequence uses: 0, 1 and 2
 constexpr std::size_t kNoLimit = 100;  // set_limit's n for "no limit"
 
-// What the pointer of a deallocate or record_stream is: a block handed out and not freed, nullptr,
-// a pointer into the middle of a live block, one whose block was freed (and not handed out
-// again), a pending block, or a pointer this allocator never handed out.
-enum Target { live, null, interior, freed, pending, foreign };
+// What the pointer of a deallocate or record_stream is: a block handed out and not freed, one of
+// those recorded on another stream (any live block when none is), nullptr, a pointer into the
+// middle of a live block, one whose block was freed (and not handed out again), a pending block,
+// or a pointer this allocator never handed out.
+enum Target { live, recorded, null, interior, freed, pending, foreign };
 
 // One call of the contract, or one thing the device does. `pick` chooses among the pointers that
 // fit the target, counted from the newest (modulo their number; with none, the op is left out);
@@ -31,7 +32,7 @@ enum Target { live, null, interior, freed, pending, foreign };
 struct Op {
   enum Kind { allocate, deallocate, record_stream, complete, synchronize, empty_cache, set_limit } kind;
   std::size_t n;     // allocate: bytes; set_limit: MiB above what the device holds (kNoLimit: none)
-  int stream;        // allocate, record_stream, complete
+  int stream;        // allocate, complete: the stream; record_stream: added to the block's stream
   std::size_t pick;  // deallocate, record_stream: which pointer
   int target;        // deallocate, record_stream: a Target
   long fail;

@@ -253,16 +253,21 @@ class Session {
     void* yours;
   };
 
-  // The pointers that fit a target: `live` the allocated blocks, `freed` the pointers whose
-  // block is neither allocated nor pending any more, `pending` the pending ones.
+  // The pointers that fit a target: `live` the allocated blocks, `recorded` those of them used
+  // on other streams, `freed` the pointers whose block is neither allocated nor pending any more,
+  // `pending` the pending ones.
   std::vector<const Handle*> handles(Target target) const {
     std::vector<const Handle*> out;
     for (const Handle& h : handles_) {
       const bool allocated = model_.block_at(h.model, State::allocated);
       const bool waiting = model_.block_at(h.model, State::pending);
-      if ((target == live || target == interior) ? allocated : target == pending ? waiting : !allocated && !waiting)
-        out.push_back(&h);
+      const bool fits = target == live || target == interior ? allocated
+                        : target == recorded                 ? model_.recorded(h.model)
+                        : target == pending                  ? waiting
+                                                             : !allocated && !waiting;
+      if (fits) out.push_back(&h);
     }
+    if (out.empty() && target == recorded) return handles(live);
     // A pointer handed out twice (freed, then reused) names one block: keep its newest name.
     std::vector<const Handle*> unique;
     for (std::size_t i = out.size(); i-- > 0;) {
@@ -408,13 +413,14 @@ class Session {
   void record_stream(const Op& op) {
     const auto ptr = pointer(op);
     if (!ptr) return;
-    const std::string call = "a.record_stream(" + ptr->text + ", " + std::to_string(op.stream) + ");";
-    const Run r = run_call(op.fail, [&] { yours_->record_stream(ptr->yours, op.stream); });
+    const int stream = (model_.stream_of(ptr->model) + op.stream) % kStreams;
+    const std::string call = "a.record_stream(" + ptr->text + ", " + std::to_string(stream) + ");";
+    const Run r = run_call(op.fail, [&] { yours_->record_stream(ptr->yours, stream); });
     if (r.fired && r.ending == Ending::bad_alloc) {
       t_.call(call, with_failure(op, r));
       return accept_heap_failure(op, r, 0, 0);
     }
-    const bool refused = op.target == null || !model_.record_stream(ptr->model, op.stream);
+    const bool refused = op.target == null || !model_.record_stream(ptr->model, stream);
     t_.call(call, r.fired ? with_failure(op, r) : refused ? name(Ending::invalid_argument) : "");
     const Ending wanted = refused ? Ending::invalid_argument : Ending::returned;
     if (wanted != r.ending)

@@ -22,6 +22,7 @@ using caching_model::kNoLimit;
 using caching_model::live;
 using caching_model::MiB;
 using caching_model::null;
+using caching_model::recorded;
 using caching_model::Op;
 
 // Sizes that meet: a few small ones often, so that free blocks of equal size compete; the
@@ -29,7 +30,7 @@ using caching_model::Op;
 rc::Gen<std::size_t> sizes() {
   return rc::gen::weightedOneOf<std::size_t>({
       {1, rc::gen::just<std::size_t>(0)},
-      {12, rc::gen::element<std::size_t>(1 * KiB, 2 * KiB, 4 * KiB, 8 * KiB)},
+      {12, rc::gen::element<std::size_t>(512, 1 * KiB, 2 * KiB, 4 * KiB, 8 * KiB)},
       {4, rc::gen::map(rc::gen::inRange<std::size_t>(1, 17), [](std::size_t k) { return k * KiB; })},
       {3, rc::gen::element<std::size_t>(1, 512, 513, 1000, 3000, 2 * MiB - 4 * KiB)},
       {2, rc::gen::map(rc::gen::inRange<std::size_t>(1, 9), [](std::size_t k) { return k * 128 * KiB; })},
@@ -42,10 +43,17 @@ rc::Gen<std::size_t> sizes() {
 }
 
 rc::Gen<int> streams() { return rc::gen::inRange(0, caching_model::kStreams); }
-// Which pointer, counted from the newest: mostly the newest, so that record_stream, deallocate and
-// the next calls meet on one block.
-rc::Gen<std::size_t> picks() {
-  return rc::gen::weightedOneOf<std::size_t>({{3, rc::gen::just<std::size_t>(0)}, {2, rc::gen::inRange<std::size_t>(0, 8)}});
+// Which pointer, counted from the newest.
+rc::Gen<std::size_t> picks() { return rc::gen::inRange<std::size_t>(0, 8); }
+
+// record_stream mostly names the newest block, so that several streams meet on one block.
+rc::Gen<std::size_t> newest() {
+  return rc::gen::weightedOneOf<std::size_t>({{3, rc::gen::just<std::size_t>(0)}, {1, picks()}});
+}
+
+// record_stream's stream, counted from the block's own: mostly another one.
+rc::Gen<int> other_streams() {
+  return rc::gen::weightedOneOf<int>({{4, rc::gen::inRange(1, caching_model::kStreams)}, {1, rc::gen::just(0)}});
 }
 rc::Gen<long> fails() {
   return rc::gen::weightedOneOf<long>({{10, rc::gen::just(0L)}, {3, rc::gen::inRange(1L, 7L)}});
@@ -58,12 +66,14 @@ rc::Gen<Op> ops() {
   const auto no_fail = rc::gen::just(0L);
   return rc::gen::weightedOneOf<Op>({
       {10, rc::gen::construct<Op>(rc::gen::just(K::allocate), sizes(), streams(), none, zero, fails())},
-      {6, rc::gen::construct<Op>(rc::gen::just(K::deallocate), none, zero, picks(), rc::gen::just<int>(live), fails())},
+      {4, rc::gen::construct<Op>(rc::gen::just(K::deallocate), none, zero, picks(), rc::gen::just<int>(live), fails())},
+      {3, rc::gen::construct<Op>(rc::gen::just(K::deallocate), none, zero, picks(), rc::gen::just<int>(recorded),
+                                 fails())},
       {2, rc::gen::construct<Op>(rc::gen::just(K::deallocate), none, zero, picks(), rc::gen::inRange<int>(null, foreign + 1),
                                  fails())},
-      {5, rc::gen::construct<Op>(rc::gen::just(K::record_stream), none, streams(), picks(), rc::gen::just<int>(live),
-                                 fails())},
-      {1, rc::gen::construct<Op>(rc::gen::just(K::record_stream), none, streams(), picks(),
+      {5, rc::gen::construct<Op>(rc::gen::just(K::record_stream), none, other_streams(), newest(),
+                                 rc::gen::just<int>(live), fails())},
+      {1, rc::gen::construct<Op>(rc::gen::just(K::record_stream), none, other_streams(), picks(),
                                  rc::gen::inRange<int>(null, foreign + 1), no_fail)},
       {3, rc::gen::construct<Op>(rc::gen::just(K::complete), none, streams(), none, zero, no_fail)},
       {1, rc::gen::construct<Op>(rc::gen::just(K::synchronize), none, zero, none, zero, no_fail)},
