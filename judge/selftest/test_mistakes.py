@@ -46,7 +46,8 @@ class MarkedHunksTest(unittest.TestCase):
 
 class ModelLineTest(unittest.TestCase):
     """A mistake names the model stage's test among those that catch it, or says why the model
-    cannot catch it, or neither (not yet judged against the model): the files are the table."""
+    cannot catch it, or neither (the model could, but its generator does not find it yet): the
+    files are the table."""
 
     def _problems(self, caught_by: str, beyond: str = "") -> list[str]:
         found = [mis.Mistake(Path("m.diff"), "x", tuple(t.strip() for t in caught_by.split(",")), beyond)]
@@ -59,9 +60,9 @@ class ModelLineTest(unittest.TestCase):
     def test_a_mistake_beyond_the_model_says_why(self):
         self.assertEqual(self._problems("ArenaBasics.T", "a race"), [])
 
-    def test_a_mistake_that_does_neither_is_counted_as_not_yet_judged(self):
+    def test_a_mistake_that_does_neither_is_counted_as_a_gap_of_the_generator(self):
         self.assertEqual(self._problems("ArenaBasics.T"), [])
-        self.assertIn("not yet judged", mis.model_table([]).splitlines()[0])
+        self.assertIn("it could, but does not yet", mis.model_table([]).splitlines()[0])
 
     def test_a_mistake_that_does_both_is_named(self):
         problems = self._problems("ArenaModel.E", "a race")

@@ -124,6 +124,7 @@ def configure(tree: Path, compiler: str, sanitizer: str, impl: Impl, exercise_na
         "ALLOCLAB_IMPL": str(impl.path) if impl.kind == "source" else impl.kind,
         "ALLOCLAB_IMPL_FOR": exercise_name if impl.kind == "source" else "",
         "ALLOCLAB_WERROR": "ON" if werror else "OFF",
+        "ALLOCLAB_ONLY_STAGES": "",
         **(extra or {}),
     }
     cached = _cache_values(tree)
@@ -148,14 +149,16 @@ def program_name(exercise_name: str, program: str = "") -> str:
 
 @contextmanager
 def tests_built(compiler: str, sanitizer: str, impl: Impl, exercise_name: str, werror: bool, timeout: float,
-                slot: str = "", program: str = ""):
+                slot: str = "", program: str = "", only_stages: tuple[int, ...] = ()):
     """The exercise's test binary (or that of one of its programs) and its build result, built in
-    its tree, which stays locked while the caller runs it."""
+    its tree, which stays locked while the caller runs it. `only_stages`: the binary holds these
+    stages alone (CMakeLists.txt's ALLOCLAB_ONLY_STAGES), so the others are not compiled."""
     tree = tree_dir(compiler, sanitizer, impl, slot)
     target = f"test_{program_name(exercise_name, program)}"
+    extra = {"ALLOCLAB_ONLY_STAGES": ";".join(map(str, only_stages))}
     with locked(tree):
         yield tree / target, configure_and_build(tree, target, compiler, sanitizer, impl, exercise_name, werror,
-                                                 timeout)
+                                                 timeout, extra)
 
 
 class Slots:

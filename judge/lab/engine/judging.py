@@ -42,6 +42,8 @@ class Request:
     sanitizers: tuple[str, ...] = ()    # the instrumentations to build with; () for the exercise's
     seed: int | None = None             # the model stage's seed; None for its fixed default
     every_stage: bool = False           # build a stage's own program even when a stage before it failed
+    shrink: bool = True                 # shrink a failing model sequence (`check` only asks whether it fails)
+    compile_only_judged: bool = False   # leave the stages not judged out of the binary (faster to build)
 
 
 class _MacroCheck:
@@ -92,13 +94,14 @@ def judge(request: Request, limits: Limits) -> Verdict:
                    tampering, time.monotonic() - start, left_out)
 
 
-def test_environment(limits: Limits, seed: int | None = None) -> dict[str, str]:
+def test_environment(limits: Limits, seed: int | None = None, shrink: bool = True) -> dict[str, str]:
     """The environment a test binary runs in: the sanitizers' options and the judge's limits, and
     the seed of the model stage's sequences (RapidCheck reads RC_PARAMS) when one is chosen."""
     env = dict(os.environ, **sanitizers.environment(limits.memory_mb), GTEST_COLOR="no")
     env.pop("RC_PARAMS", None)
-    if seed is not None:
-        env["RC_PARAMS"] = f"seed={seed}"
+    params = ([f"seed={seed}"] if seed is not None else []) + ([] if shrink else ["noshrink=1"])
+    if params:
+        env["RC_PARAMS"] = " ".join(params)
     return env
 
 
@@ -169,8 +172,9 @@ def _judge_program(request: Request, compiler: str, sanitizer: str, stages: list
                    limits: Limits, macros: _MacroCheck, program: str) -> tuple[list[StageResult], BuildSummary, bool]:
     """Builds one test program of the exercise and runs its stages."""
     exercise, impl = request.exercise, request.impl
+    only = tuple(s.number for s in stages) if request.compile_only_judged else ()
     with build.tests_built(compiler, sanitizer, impl, exercise.name, request.werror, limits.build_timeout_seconds,
-                           request.slot, program) as (binary, built):
+                           request.slot, program, only) as (binary, built):
         macros.start()
         error = built.first_error(focus)
         summary = BuildSummary(built.ok, built.seconds, error, built.warnings_in(focus)[:5], built.problem)
@@ -179,7 +183,8 @@ def _judge_program(request: Request, compiler: str, sanitizer: str, stages: list
         listed = time.monotonic()
         expected = expected_tests(binary.parent, exercise, impl, stages, limits, program)
         summary.seconds += time.monotonic() - listed  # the listing build, when the tests changed
-        results, hung = run_stages(binary, stages, expected, test_environment(limits, request.seed), limits, focus)
+        env = test_environment(limits, request.seed, request.shrink)
+        results, hung = run_stages(binary, stages, expected, env, limits, focus)
     return results, summary, hung
 
 

@@ -26,6 +26,9 @@ rc::Gen<std::size_t> alignments() {
   return rc::gen::weightedOneOf<std::size_t>({
       {8, rc::gen::map(rc::gen::inRange(0, 14), [](int k) { return std::size_t{1} << k; })},
       {1, rc::gen::element<std::size_t>(0, 3, 6, 48, 4095)},
+      // Beyond a page: only in the arena of a MiB below does the address's alignment, not the
+      // offset's, decide where such a block lands, whatever page the buffer starts on.
+      {1, rc::gen::map(rc::gen::inRange(14, 21), [](int k) { return std::size_t{1} << k; })},
   });
 }
 
@@ -55,10 +58,11 @@ rc::Gen<Op> ops() {
 
 rc::Gen<std::size_t> capacities() {
   return rc::gen::weightedOneOf<std::size_t>({
-      {1, rc::gen::just<std::size_t>(0)},
+      {3, rc::gen::just<std::size_t>(0)},
       {40, rc::gen::inRange<std::size_t>(1, 300)},
       {20, rc::gen::inRange<std::size_t>(300, 2049)},
       {10, rc::gen::just<std::size_t>(4096)},
+      {2, rc::gen::just<std::size_t>((std::size_t{1} << 20) + 4096)},
   });
 }
 

@@ -30,21 +30,15 @@ class Pool {
   bool in_use(int b) const { return in_range(b) && count_[static_cast<std::size_t>(b)] > 0; }
   int refcount(int b) const { return count_[static_cast<std::size_t>(b)]; }
 
-  /// The blocks a pop may take now: the top of the stack, or, when the top came back in one
-  /// call that freed several blocks (the cache's free), any of those.
-  std::vector<int> top() const {
-    std::vector<int> blocks;
-    for (std::size_t i = free_.size(); i-- > 0 && free_[i].group == free_.back().group;) blocks.push_back(free_[i].block);
-    return blocks;
-  }
-
   /// All or nothing: `n >= 0` blocks off the top of the stack, each with one reference.
   /// `wanted` says which block to pop where the contract leaves the choice open (the header's
   /// answer); one it cannot pop is ignored.
   std::optional<std::vector<int>> allocate(int n, const std::vector<int>& wanted = {}) {
     if (n > num_free()) return std::nullopt;
     std::vector<int> taken;
-    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) taken.push_back(pop(i < wanted.size() ? wanted[i] : -1));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+      taken.push_back(pop(i < wanted.size() ? wanted[i] : -1));
+    }
     return taken;
   }
 

@@ -27,7 +27,7 @@ struct Op {
 // How many constructor calls of each class model_run.cpp knows (op.n picks one): sizes that
 // are valid, not positive, or whose buffer size overflows.
 constexpr int kPoolSizeCases = 5;
-constexpr int kCacheSizeCases = 10;
+constexpr int kCacheSizeCases = 11;
 
 /// Runs `ops` on a fresh `BlockPool(pool_blocks)`, a fresh `PagedKVCache(cache_blocks,
 /// block_tokens, token_bytes)` and the model, comparing every observer after each call; fails the

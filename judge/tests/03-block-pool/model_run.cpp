@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,6 +47,7 @@ const Sizes kCacheSizes[kCacheSizeCases] = {
     {4, 1, SIZE_MAX / 4 + 1, "4, 1, SIZE_MAX / 4 + 1", Outcome::bad_alloc},
     {2, 2, SIZE_MAX / 4 + 1, "2, 2, SIZE_MAX / 4 + 1", Outcome::bad_alloc},
     {3, 1, SIZE_MAX / 2 + 1, "3, 1, SIZE_MAX / 2 + 1", Outcome::bad_alloc},
+    {2, 3, SIZE_MAX / 3 + 1, "2, 3, SIZE_MAX / 3 + 1", Outcome::bad_alloc},  // block_tokens * token_bytes wraps to 2
     {2, INT_MAX, SIZE_MAX / 3, "2, INT_MAX, SIZE_MAX / 3", Outcome::bad_alloc},
 };
 constexpr int kPoolSizes[kPoolSizeCases] = {-1, -7, INT_MIN, 0, 3};
@@ -66,7 +68,7 @@ std::string show(const std::string& bytes) {
   return show(v);
 }
 
-// How the contract's endings print; `any_logic_error` stands for "a std::logic_error, whichever".
+// How the contract's endings print; kAnyLogicError stands for "a std::logic_error, whichever".
 std::string ending(Outcome o) { return std::string(alloclab::test::model::name(o)); }
 constexpr const char* kAnyLogicError = "throws a std::logic_error";
 bool is_logic_error(Outcome o) {
@@ -103,15 +105,28 @@ constexpr const char* kTop =
 
 class BothSides {
  public:
-  BothSides(int pool_blocks, int cache_blocks, int block_tokens, std::size_t token_bytes)
-      : t_("alloclab::BlockPool bp(" + std::to_string(pool_blocks) + "); alloclab::PagedKVCache c(" +
-           std::to_string(cache_blocks) + ", " + std::to_string(block_tokens) + ", " + std::to_string(token_bytes) +
-           ");"),
-        pool_(pool_blocks),
+  // `uses_pool` and `uses_cache`: whether the sequence calls `bp` and `c`; the transcript declares
+  // only those, and only their observers are compared.
+  BothSides(int pool_blocks, int cache_blocks, int block_tokens, std::size_t token_bytes, bool uses_pool,
+            bool uses_cache)
+      : t_(setup(pool_blocks, cache_blocks, block_tokens, token_bytes, uses_pool, uses_cache)),
+        uses_pool_(uses_pool),
+        uses_cache_(uses_cache),
         pool_model_(pool_blocks),
-        cache_(cache_blocks, block_tokens, token_bytes),
         cache_model_(cache_blocks, block_tokens),
-        token_bytes_(token_bytes) {}
+        token_bytes_(token_bytes) {
+    // The declarations are the transcript's first line: they must not throw.
+    const Outcome pool = outcome_of([&] { pool_.emplace(pool_blocks); });
+    if (uses_pool) {
+      t_.same("alloclab::BlockPool bp(" + std::to_string(pool_blocks) + ")", Outcome::returned, pool, kBuilt);
+    }
+    const Outcome cache = outcome_of([&] { cache_.emplace(cache_blocks, block_tokens, token_bytes); });
+    if (uses_cache) {
+      t_.same("alloclab::PagedKVCache c(" + std::to_string(cache_blocks) + ", " + std::to_string(block_tokens) + ", " +
+                  std::to_string(token_bytes) + ")",
+              Outcome::returned, cache, kBuilt);
+    }
+  }
 
   void step(const Op& op) {
     switch (op.kind) {
@@ -130,16 +145,27 @@ class BothSides {
       case Op::block_table: read(op); break;
       case Op::new_cache: new_cache(op); break;
     }
-    same_pool("bp.", pool_, pool_model_, kPoolRefcount);
-    same_cache();
+    if (uses_pool_) same_pool("bp.", *pool_, pool_model_, kPoolRefcount);
+    if (uses_cache_) same_cache();
   }
 
  private:
+  static std::string setup(int pool_blocks, int cache_blocks, int block_tokens, std::size_t token_bytes,
+                           bool uses_pool, bool uses_cache) {
+    std::string line;
+    if (uses_pool) line = "alloclab::BlockPool bp(" + std::to_string(pool_blocks) + ");";
+    if (uses_cache) {
+      line += (line.empty() ? "" : " ") + std::string("alloclab::PagedKVCache c(") + std::to_string(cache_blocks) +
+              ", " + std::to_string(block_tokens) + ", " + std::to_string(token_bytes) + ");";
+    }
+    return line.empty() ? "// each call below builds an object of its own" : line;
+  }
+
   // ---- the calls ---------------------------------------------------------------------------
 
   void allocate(const Op& op) {
     std::optional<std::vector<int>> got;
-    const Ending e = call_with(op.fail, [&] { got = pool_.allocate(op.n); });
+    const Ending e = call_with(op.fail, [&] { got = pool_->allocate(op.n); });
     const std::string call = "bp.allocate(" + lit(op.n) + ")";
     t_.call(with_heap(op.fail, "(void)" + call + ";"));
     if (op.n < 0) {
@@ -147,7 +173,8 @@ class BothSides {
     }
     if (e.refused_by_heap()) return refused(op.fail);
     const bool fits = op.n <= pool_model_.num_free();
-    const auto want = pool_model_.allocate(op.n, got && got->size() == static_cast<std::size_t>(op.n) ? *got : std::vector<int>{});
+    const bool got_n = got && got->size() == static_cast<std::size_t>(op.n);
+    const auto want = pool_model_.allocate(op.n, got_n ? *got : std::vector<int>{});
     t_.note(show(want));
     expect(call, e, Outcome::returned, "asking for blocks is no misuse: allocate(n) returns, a value or std::nullopt");
     t_.same(call, show(want), show(got),
@@ -166,10 +193,10 @@ class BothSides {
     int got = 0;
     const Ending e = call_with(op.fail, [&] {
       switch (op.kind) {
-        case Op::retain: pool_.retain(b); break;
-        case Op::release: pool_.release(b); break;
-        case Op::make_writable: got = pool_.make_writable(b); break;
-        default: got = pool_.refcount(b); break;
+        case Op::retain: pool_->retain(b); break;
+        case Op::release: pool_->release(b); break;
+        case Op::make_writable: got = pool_->make_writable(b); break;
+        default: got = pool_->refcount(b); break;
       }
     });
     t_.call(with_heap(op.fail, (returns_value ? "(void)" : "") + call + ";"));
@@ -219,7 +246,8 @@ class BothSides {
     t_.call(with_heap(op.fail, "alloclab::BlockPool " + var + "(" + lit(n) + ");"));
     const std::string call = "alloclab::BlockPool(" + lit(n) + ")";
     if (n < 0) {
-      return expect(call, e, Outcome::invalid_argument, "a negative number of blocks is refused with std::invalid_argument");
+      return expect(call, e, Outcome::invalid_argument,
+                    "a negative number of blocks is refused with std::invalid_argument");
     }
     if (e.refused_by_heap()) return refused(op.fail);
     expect(call, e, Outcome::returned, "a pool of 0 or more blocks can be built");
@@ -254,11 +282,14 @@ class BothSides {
     const std::string var = "s" + std::to_string(name);
     const std::string call = op.kind == Op::create ? "c.create()" : "c.fork(" + parent.text + ")";
     int id = 0;
-    const Ending e = call_with(op.fail, [&] { id = op.kind == Op::create ? cache_.create() : cache_.fork(parent.id); });
+    const Ending e = call_with(op.fail, [&] {
+      id = op.kind == Op::create ? cache_->create() : cache_->fork(parent.id);
+    });
     t_.call(with_heap(op.fail, "auto " + var + " = " + call + ";"));
     if (op.kind == Op::fork && parent.name == 0) return expect(call, e, Outcome::invalid_argument, kUnknownSequence);
     if (e.refused_by_heap()) return refused(op.fail);
-    expect(call, e, Outcome::returned, op.kind == Op::create ? "create() makes an empty sequence" : "fork of a live sequence makes a new one");
+    expect(call, e, Outcome::returned,
+           op.kind == Op::create ? "create() makes an empty sequence" : "fork of a live sequence makes a new one");
     for (const auto& [other, other_id] : ids_) {
       if (cache_model_.live(other) && other_id == id) {
         t_.differ(var + " == s" + std::to_string(other), "false", "true",
@@ -282,7 +313,7 @@ class BothSides {
     const std::string call = "c.append(" + s.text + ", std::string(" + std::to_string(token_bytes_) + ", char(" +
                              std::to_string(k) + ")).data())";
     bool ok = false;
-    const Ending e = call_with(op.fail, [&] { ok = cache_.append(s.id, bytes.data()); });
+    const Ending e = call_with(op.fail, [&] { ok = cache_->append(s.id, bytes.data()); });
     t_.call(with_heap(op.fail, "(void)" + call + ";"));
     if (s.name == 0) return expect(call, e, Outcome::invalid_argument, kUnknownSequence);
     if (e.refused_by_heap()) return refused(op.fail);
@@ -290,7 +321,7 @@ class BothSides {
     int last = -1;
     if (e.outcome == Outcome::returned) {
       if (auto table = observe([&] { return "c.block_table(" + s.text + ")"; }, "the sequence is live",
-                               [&] { return cache_.block_table(s.id); });
+                               [&] { return cache_->block_table(s.id); });
           !table.empty()) {
         last = table.back();
       }
@@ -299,7 +330,7 @@ class BothSides {
     const bool new_block = before.tokens.size() % static_cast<std::size_t>(cache_model_.block_tokens()) == 0;
     const bool shared = !new_block && cache_model_.pool().refcount(before.table.back()) > 1;
     const bool want = cache_model_.append(s.name, bytes, last);
-    t_.note(want ? "true" : "false");
+    t_.note(want ? "true, " + s.text + "'s blocks " + show(cache_model_.sequence(s.name).table) : "false");
     expect(call, e, Outcome::returned, "append to a live sequence returns true or false");
     t_.same(call, want, ok,
             new_block ? (want ? "the token starts a new block (the last one is full, or there is none), and a block "
@@ -319,7 +350,7 @@ class BothSides {
     if (!which) return;
     const Seq& s = *which;
     const std::string call = "c.free(" + s.text + ")";
-    const Ending e = call_with(op.fail, [&] { cache_.free(s.id); });
+    const Ending e = call_with(op.fail, [&] { cache_->free(s.id); });
     t_.call(with_heap(op.fail, call + ";"));
     if (s.name == 0) return expect(call, e, Outcome::invalid_argument, kUnknownSequence);
     if (e.refused_by_heap()) return refused(op.fail);
@@ -343,9 +374,9 @@ class BothSides {
                              : op.kind == Op::block_table ? "c.block_table(" + s.text + ")"
                                                           : "c.token(" + s.text + ", " + lit(pos) + ")";
     const Ending e = call_with(0, [&] {
-      if (op.kind == Op::length) (void)cache_.length(s.id);
-      if (op.kind == Op::block_table) (void)cache_.block_table(s.id);
-      if (op.kind == Op::token) (void)cache_.token(s.id, pos);
+      if (op.kind == Op::length) (void)cache_->length(s.id);
+      if (op.kind == Op::block_table) (void)cache_->block_table(s.id);
+      if (op.kind == Op::token) (void)cache_->token(s.id, pos);
     });
     t_.call("(void)" + call + ";");
     if (s.name == 0) return expect(call, e, Outcome::invalid_argument, kUnknownSequence);
@@ -403,12 +434,22 @@ class BothSides {
       // an append into a shared, partly filled last block (a copy-on-write), a fork of a
       // sequence whose last block is partly filled (which makes one). A free takes the oldest.
       const int bt = cache_model_.block_tokens();
-      const auto partly_filled = [&](int name) { return cache_model_.sequence(name).tokens.size() % static_cast<std::size_t>(bt) != 0; };
+      const auto partly_filled = [&](int name) {
+        return cache_model_.sequence(name).tokens.size() % static_cast<std::size_t>(bt) != 0;
+      };
       const auto shared_last = [&](int name) {
         return partly_filled(name) && cache_model_.pool().refcount(cache_model_.sequence(name).table.back()) > 1;
       };
-      if (op.kind == Op::append) std::stable_partition(live.begin(), live.end(), shared_last);
-      if (op.kind == Op::fork) std::stable_partition(live.begin(), live.end(), partly_filled);
+      // A stable partition, written out: libstdc++ 12's std::stable_partition uses
+      // std::get_temporary_buffer, which newer clang++ warns is deprecated.
+      const auto first = [&](const auto& wanted) {
+        std::vector<int> order;
+        std::copy_if(live.begin(), live.end(), std::back_inserter(order), wanted);
+        std::copy_if(live.begin(), live.end(), std::back_inserter(order), [&](int name) { return !wanted(name); });
+        live = order;
+      };
+      if (op.kind == Op::append) first(shared_last);
+      if (op.kind == Op::fork) first(partly_filled);
       const int name = nth(live);
       return Seq{ids_.at(name), name, "s" + std::to_string(name)};
     }
@@ -487,8 +528,9 @@ class BothSides {
     }
   }
 
+  // Each live sequence's length, block table and tokens, then the pool under the cache: a block
+  // table that differs says more than the counts it throws off.
   void same_cache() {
-    same_pool("c.pool().", cache_.pool(), cache_model_.pool(), kCacheRefcount);
     const int bt = cache_model_.block_tokens();
     const auto tb = static_cast<long long>(token_bytes_);
     std::string bytes(token_bytes_, '\0');
@@ -502,14 +544,15 @@ class BothSides {
       const int id = ids_.at(name);
       const auto s = [&] { return "s" + std::to_string(name); };
       same_as([&] { return "c.length(" + s() + ")"; }, static_cast<int>(seq.tokens.size()),
-              observe([&] { return "c.length(" + s() + ")"; }, "the sequence is live", [&] { return cache_.length(id); }),
+              observe([&] { return "c.length(" + s() + ")"; }, "the sequence is live",
+                      [&] { return cache_->length(id); }),
               "length() counts the tokens stored: append adds one when it returns true, fork copies the parent's");
       const auto table = observe([&] { return "c.block_table(" + s() + ")"; }, "the sequence is live",
-                                 [&] { return cache_.block_table(id); });
+                                 [&] { return cache_->block_table(id); });
       if (table != seq.table) t_.same("c.block_table(" + s() + ")", show(seq.table), show(table), kBlockTable);
       for (int pos = 0; pos < static_cast<int>(seq.tokens.size()); ++pos) {
         const auto what = [&] { return "c.token(" + s() + ", " + std::to_string(pos) + ")"; };
-        const void* p = observe(what, "pos is in [0, length)", [&] { return cache_.token(id, pos); });
+        const void* p = observe(what, "pos is in [0, length)", [&] { return cache_->token(id, pos); });
         if (p == nullptr) t_.differ(what() + " == nullptr", "false", "true", "token() points at the stored token");
         std::memcpy(bytes.data(), p, token_bytes_);
         const std::string& want = seq.tokens[static_cast<std::size_t>(pos)];
@@ -522,16 +565,22 @@ class BothSides {
           anchor_slot = slot;
           continue;
         }
-        same_as([&] { return "address of " + what() + " - address of c.token(s" + std::to_string(anchor_name) + ", 0)"; }, (slot - anchor_slot) * tb,
-                static_cast<long long>(address - anchor_address), kSlot);
+        const auto difference = [&] {
+          return "address of " + what() + " - address of c.token(s" + std::to_string(anchor_name) + ", 0)";
+        };
+        same_as(difference, (slot - anchor_slot) * tb, static_cast<long long>(address - anchor_address), kSlot);
       }
     }
+    same_pool("c.pool().", cache_->pool(), cache_model_.pool(), kCacheRefcount);
   }
 
+  static constexpr const char* kBuilt = "its sizes are valid (a pool may have no block at all), so it is built";
+
   Transcript t_;
-  alloclab::BlockPool pool_;
+  bool uses_pool_, uses_cache_;
+  std::optional<alloclab::BlockPool> pool_;  // built in the constructor's body, where a throw is reported
   Pool pool_model_;
-  alloclab::PagedKVCache cache_;
+  std::optional<alloclab::PagedKVCache> cache_;
   Cache cache_model_;
   std::size_t token_bytes_;
   std::map<int, int> ids_;  // the header's id of every sequence made, by name
@@ -541,7 +590,15 @@ class BothSides {
 }  // namespace model_run
 
 void run(int pool_blocks, int cache_blocks, int block_tokens, std::size_t token_bytes, const std::vector<Op>& ops) {
-  model_run::BothSides both(pool_blocks, cache_blocks, block_tokens, token_bytes);
+  bool uses_pool = false, uses_cache = false;
+  for (const Op& op : ops) {
+    if (op.kind <= Op::refcount) {
+      uses_pool = true;
+    } else if (op.kind != Op::new_pool && op.kind != Op::new_cache) {
+      uses_cache = true;
+    }
+  }
+  model_run::BothSides both(pool_blocks, cache_blocks, block_tokens, token_bytes, uses_pool, uses_cache);
   for (const Op& op : ops) both.step(op);
 }
 

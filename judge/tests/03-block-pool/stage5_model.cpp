@@ -27,15 +27,20 @@ rc::Gen<int> uniform(int min, int max) { return rc::gen::resize(100, rc::gen::in
 // uniform number, which would try many shrinks that give the same value: each try replays the
 // whole sequence of calls.
 rc::Gen<int> weighted(std::vector<std::pair<int, int>> weights_and_values) {
+  std::vector<int> weights, values;
   int total = 0;
-  for (const auto& [weight, value] : weights_and_values) total += weight;
-  const rc::Gen<int> index([weights_and_values, total](const rc::Random& random, int) {
+  for (const auto& [weight, value] : weights_and_values) {
+    weights.push_back(weight);
+    values.push_back(value);
+    total += weight;
+  }
+  const rc::Gen<int> index([weights, total](const rc::Random& random, int) {
     int k = static_cast<int>(rc::Random(random).next() % static_cast<rc::Random::Number>(total));
-    int i = 0;
-    while (k >= weights_and_values[static_cast<std::size_t>(i)].first) k -= weights_and_values[static_cast<std::size_t>(i++)].first;
-    return rc::shrinkable::shrinkRecur(i, [](int j) { return rc::shrink::towards(j, 0); });
+    std::size_t i = 0;
+    while (k >= weights[i]) k -= weights[i++];
+    return rc::shrinkable::shrinkRecur(static_cast<int>(i), [](int j) { return rc::shrink::towards(j, 0); });
   });
-  return rc::gen::map(index, [weights_and_values](int i) { return weights_and_values[static_cast<std::size_t>(i)].second; });
+  return rc::gen::map(index, [values](int i) { return values[static_cast<std::size_t>(i)]; });
 }
 
 // 0: the heap works; k: the k-th heap allocation inside the call fails.

@@ -3,7 +3,6 @@
 // the header recompiles only model_run.cpp, not the generators.
 #pragma once
 
-#include <utility>
 #include <vector>
 
 namespace kv_model {
@@ -13,18 +12,22 @@ namespace kv_model {
 // stays meaningful when shrinking deletes a call before it; admit and fork's child take the
 // smallest id not admitted unless `pick` is 4, which names one that is (misuse). An admit's
 // prompt is the first `keep` tokens of an earlier token sequence (`base`, 0 for none: a prompt
-// admitted before, or a request's tokens) followed by `tail`, so that prompts share prefixes and
-// hit. `fail` > 0 makes the fail-th heap allocation inside the call throw std::bad_alloc.
+// admitted before, or a request's tokens) followed by `tail_length` tokens, 0 or 1, the bits of
+// `tail_bits` from the lowest, so that prompts share prefixes and hit (plain numbers shrink much
+// faster than a vector would). `fail` > 0 makes the fail-th heap allocation inside the call throw
+// std::bad_alloc.
 struct Op {
   enum Kind { admit, append, fork, release, slot } kind;
   int pick;
   int other;  // fork's child (a pick), slot's position, append's token
   int base;
   int keep;
-  std::vector<int> tail;
+  int tail_length;
+  int tail_bits;
   int fail;
-  Op(Kind k, int pick_, int other_, int base_, int keep_, std::vector<int> tail_, int fail_)
-      : kind(k), pick(pick_), other(other_), base(base_), keep(keep_), tail(std::move(tail_)), fail(fail_) {}
+  Op(Kind k, int pick_, int other_, int base_, int keep_, int tail_length_, int tail_bits_, int fail_)
+      : kind(k), pick(pick_), other(other_), base(base_), keep(keep_), tail_length(tail_length_),
+        tail_bits(tail_bits_), fail(fail_) {}
 };
 
 constexpr int kUnknown = 4;  // a pick that names an id not admitted (or, for a new id, one that is)

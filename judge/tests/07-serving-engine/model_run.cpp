@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <iterator>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -132,15 +133,18 @@ class Run {
   static constexpr const char* kBadAlloc =
       "a call whose heap allocation fails may throw std::bad_alloc, and then changes nothing";
 
+  /// The prompt of an admit: `keep` tokens of a token sequence seen before (`base`, counted
+  /// among the requests admitted, then the prompts admitted and requests released, the latest
+  /// first: the ones whose blocks are likeliest to be cached still), then the tail's tokens.
   std::vector<int> prompt_of(const Op& op) const {
-    std::vector<std::vector<int>> earlier = seen_;
-    for (const auto& q : model_.requests()) earlier.push_back(q.tokens);
+    const std::size_t live = model_.requests().size(), earlier = live + seen_.size();
     std::vector<int> prompt;
-    if (op.base > 0 && !earlier.empty()) {
-      const auto& from = earlier[static_cast<std::size_t>(op.base - 1) % earlier.size()];
+    if (op.base > 0 && earlier > 0) {
+      const std::size_t i = static_cast<std::size_t>(op.base - 1) % earlier;
+      const auto& from = i < live ? model_.requests()[i].tokens : seen_[seen_.size() - 1 - (i - live)];
       prompt.assign(from.begin(), from.begin() + std::min<std::ptrdiff_t>(op.keep, std::ssize(from)));
     }
-    prompt.insert(prompt.end(), op.tail.begin(), op.tail.end());
+    for (int i = 0; i < op.tail_length; ++i) prompt.push_back((op.tail_bits >> i) & 1);
     return prompt;
   }
 
@@ -307,8 +311,10 @@ class Run {
     for (const auto& q : model_.requests()) {
       if (std::find(q.table.begin(), q.table.end(), b) != q.table.end()) holders.push_back(q.id);
     }
-    std::string meaning = "a block's count is the number of requests whose table holds it (" +
-                          (holders.empty() ? std::string("none") : (holders.size() > 1 ? "requests " : "request ") + listed(holders)) + ")";
+    const std::string who = holders.empty()       ? std::string("none")
+                            : holders.size() == 1 ? "request " + listed(holders)
+                                                  : "requests " + listed(holders);
+    std::string meaning = "a block's count is the number of requests whose table holds it (" + who + ")";
     if (!model_.caching()) return meaning + "; with prefix caching off, the cache holds nothing";
     const auto key = model_.key_of(b);
     return meaning + ", plus 1 while the cache can find it (" +
@@ -327,25 +333,32 @@ class Run {
   }
 
   void same_everything(const Called* op) {
+    // Strings are built only for a difference: this runs after every call of every sequence.
     for (const auto& q : model_.requests()) {
-      const std::string r = std::to_string(q.id);
-      std::vector<int> table;
+      std::span<const int> table;
       int tokens = 0;
-      same("m.block_table(" + r + ")", Outcome::returned,
-              outcome_of([&] {
-                const auto span = m_.block_table(q.id);
-                table.assign(span.begin(), span.end());
-                tokens = m_.num_tokens(q.id);
-              }),
-              "request " + r + " is admitted: block_table and num_tokens answer");
-      same("m.num_tokens(" + r + ")", static_cast<int>(q.tokens.size()), tokens,
-              "num_tokens counts the prompt's tokens and every token appended (a child starts with its parent's)");
-      if (table != q.table) same("m.block_table(" + r + ")", q.table, table, table_meaning(q.id, op));
+      const Outcome answers = outcome_of([&] {
+        table = m_.block_table(q.id);
+        tokens = m_.num_tokens(q.id);
+      });
+      if (answers != Outcome::returned) {
+        const std::string r = std::to_string(q.id);
+        same("m.block_table(" + r + ")", Outcome::returned, answers,
+             "request " + r + " is admitted: block_table and num_tokens answer");
+      }
+      if (tokens != static_cast<int>(q.tokens.size())) {
+        same("m.num_tokens(" + std::to_string(q.id) + ")", static_cast<int>(q.tokens.size()), tokens,
+             "num_tokens counts the prompt's tokens and every token appended (a child starts with its parent's)");
+      }
+      if (!std::equal(table.begin(), table.end(), q.table.begin(), q.table.end())) {
+        same("m.block_table(" + std::to_string(q.id) + ")", q.table, std::vector<int>(table.begin(), table.end()),
+             table_meaning(q.id, op));
+      }
       for (int p = 0; p < static_cast<int>(q.tokens.size()); ++p) {
         int got = -1;
         const Outcome yours = outcome_of([&] { got = m_.slot(q.id, p); });
         if (yours != Outcome::returned || got != *model_.slot(q, p)) {
-          const std::string call = "m.slot(" + r + ", " + std::to_string(p) + ")";
+          const std::string call = "m.slot(" + std::to_string(q.id) + ", " + std::to_string(p) + ")";
           same(call, Outcome::returned, yours, "the position is inside the request");
           same(call, *model_.slot(q, p), got, kSlot);
         }

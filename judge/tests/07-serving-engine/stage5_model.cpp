@@ -24,25 +24,19 @@ rc::Gen<int> failures() {
   return rc::gen::weightedOneOf<int>({{12, rc::gen::just(0)}, {1, rc::gen::inRange(1, 9)}});
 }
 
-rc::Gen<std::vector<int>> tails() {
-  return rc::gen::mapcat(rc::gen::inRange<std::size_t>(0, 4), [](std::size_t n) {
-    return rc::gen::container<std::vector<int>>(n, rc::gen::inRange(0, 2));
-  });
-}
-
 rc::Gen<Op> ops() {
   using K = Op::Kind;
   auto none = rc::gen::just(0);
-  auto no_tail = rc::gen::just(std::vector<int>{});
+  auto op = [&](K kind, rc::Gen<int> pick, rc::Gen<int> other, rc::Gen<int> fail) {
+    return rc::gen::construct<Op>(rc::gen::just(kind), pick, other, none, none, none, none, fail);
+  };
   return rc::gen::weightedOneOf<Op>({
       {5, rc::gen::construct<Op>(rc::gen::just(K::admit), picks(), none, rc::gen::inRange(0, 5),
-                                 rc::gen::inRange(0, 13), tails(), failures())},
-      {8, rc::gen::construct<Op>(rc::gen::just(K::append), picks(), rc::gen::inRange(0, 2), none, none, no_tail,
-                                 failures())},
-      {3, rc::gen::construct<Op>(rc::gen::just(K::fork), picks(), picks(), none, none, no_tail, failures())},
-      {5, rc::gen::construct<Op>(rc::gen::just(K::release), picks(), none, none, none, no_tail, failures())},
-      {1, rc::gen::construct<Op>(rc::gen::just(K::slot), picks(), rc::gen::inRange(-1, 14), none, none, no_tail,
-                                 rc::gen::just(0))},
+                                 rc::gen::inRange(0, 13), rc::gen::inRange(0, 4), rc::gen::inRange(0, 8), failures())},
+      {8, op(K::append, picks(), rc::gen::inRange(0, 2), failures())},
+      {3, op(K::fork, picks(), picks(), failures())},
+      {5, op(K::release, picks(), none, failures())},
+      {1, op(K::slot, picks(), rc::gen::inRange(-1, 14), none)},
   });
 }
 

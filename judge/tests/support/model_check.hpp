@@ -146,6 +146,9 @@ template <class Property>
 void check(const char* file, int line, int exercise, Budget budget, Property&& property) {
   rc::detail::TestParams params;
   params.seed = seed();
+  // `noshrink=1` in RC_PARAMS: `check` only asks whether a known mistake fails, not for its
+  // shortest sequence, and shrinking replays the sequence hundreds of times.
+  params.disableShrinking = rc::detail::configuration().testParams.disableShrinking;
   params.maxSuccess = budget.sequences;
   params.maxSize = budget.max_size;
   const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
