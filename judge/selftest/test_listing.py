@@ -122,3 +122,52 @@ class TheListIsTrusted(unittest.TestCase):
             # Listed once, the list is kept until the test files change.
             (tree / f"list_{exercise.name}").write_text("#!/bin/sh\nexit 1\n")
             self.assertEqual(listing.tests_of(tree, exercise, build.Impl("exercises"), limits), names)
+
+
+class OneListPerCompilerAndInstrumentation(unittest.TestCase):
+    """`check` compiles the same test files against the same reference in many trees; one of them
+    lists the tests for all the trees of its compiler and instrumentation, and for no other."""
+
+    def test_a_list_is_shared_by_trees_of_one_compiler_and_sanitizer(self):
+        import os
+        from unittest import mock
+
+        from lab.engine import build
+        from lab.model import catalog as cat
+        exercise, limits = cat.load().resolve("1"), cat.load().limits
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+
+            def tree(name: str, sanitizer: str, listed: str, only: str = "", program: str = "list") -> Path:
+                path = root / name
+                path.mkdir()
+                (path / "CMakeCache.txt").write_text(
+                    f"CMAKE_CXX_COMPILER:FILEPATH=/usr/bin/clang++\nALLOCLAB_SANITIZER:STRING={sanitizer}\n"
+                    f"ALLOCLAB_ONLY_STAGES:STRING={only}\n")
+                (path / f"{program}_{exercise.name}").write_text(f"#!/bin/sh\nprintf '{listed}'\n")
+                os.chmod(path / f"{program}_{exercise.name}", 0o755)
+                return path
+
+            first = tree("first", "asan", "ArenaBasics.\n  A\n  B\n")
+            second = tree("second", "asan", "ArenaBasics.\n  Other\n")
+            third = tree("third", "tsan", "ArenaBasics.\n  Other\n")
+            built = build.BuildResult(True, 0.0, [])
+            source = build.Impl("source", Path("/x/arena.hpp"))
+            with mock.patch.object(listing.build, "BUILD_ROOT", root), \
+                    mock.patch.object(listing.build, "build", return_value=built) as rebuilt:
+                self.assertEqual(listing.tests_of(first, exercise, source, limits), ["ArenaBasics.A", "ArenaBasics.B"])
+                self.assertEqual(listing.tests_of(second, exercise, source, limits), ["ArenaBasics.A", "ArenaBasics.B"],
+                                 "a tree of the same compiler and sanitizer uses the list already made")
+                self.assertEqual(rebuilt.call_count, 1, "only the first tree built its list_ program")
+                self.assertEqual(listing.tests_of(third, exercise, source, limits), ["ArenaBasics.Other"],
+                                 "another sanitizer lists for itself: tests may depend on it")
+
+                # A reference built with stage 4 alone lists stage 4 for the trees built so, not for all.
+                partial = tree("partial", "release", "ArenaAsan.\n  Four\n", only="4", program="test")
+                self.assertEqual(listing.tests_of(partial, exercise, build.Impl("solutions"), limits),
+                                 ["ArenaAsan.Four"])
+                alike = tree("alike", "release", "ArenaBasics.\n  Unused\n", only="4")
+                self.assertEqual(listing.tests_of(alike, exercise, source, limits), ["ArenaAsan.Four"])
+                self.assertEqual(listing.tests_of(tree("whole", "release", "ArenaBasics.\n  All\n"), exercise, source,
+                                                  limits), ["ArenaBasics.All"],
+                                 "a tree of every stage takes only a list of every stage")

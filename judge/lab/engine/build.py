@@ -103,7 +103,7 @@ def locked(tree: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _cache_values(tree: Path) -> dict[str, str]:
+def cache_values(tree: Path) -> dict[str, str]:
     values = {}
     try:
         for line in (tree / "CMakeCache.txt").read_text(errors="replace").splitlines():
@@ -127,7 +127,7 @@ def configure(tree: Path, compiler: str, sanitizer: str, impl: Impl, exercise_na
         "ALLOCLAB_ONLY_STAGES": "",
         **(extra or {}),
     }
-    cached = _cache_values(tree)
+    cached = cache_values(tree)
     if (tree / "build.ninja").is_file() and all(cached.get(k) == v for k, v in wanted.items()):
         return None
     if cached.get("CMAKE_CXX_COMPILER") not in (None, wanted["CMAKE_CXX_COMPILER"]):

@@ -172,7 +172,7 @@ def _judge_program(request: Request, compiler: str, sanitizer: str, stages: list
                    limits: Limits, macros: _MacroCheck, program: str) -> tuple[list[StageResult], BuildSummary, bool]:
     """Builds one test program of the exercise and runs its stages."""
     exercise, impl = request.exercise, request.impl
-    only = tuple(s.number for s in stages) if request.compile_only_judged else ()
+    only = only_stages(exercise, stages, program) if request.compile_only_judged else ()
     with build.tests_built(compiler, sanitizer, impl, exercise.name, request.werror, limits.build_timeout_seconds,
                            request.slot, program, only) as (binary, built):
         macros.start()
@@ -186,6 +186,14 @@ def _judge_program(request: Request, compiler: str, sanitizer: str, stages: list
         env = test_environment(limits, request.seed, request.shrink)
         results, hung = run_stages(binary, stages, expected, env, limits, focus)
     return results, summary, hung
+
+
+def only_stages(exercise: Exercise, stages: list[Stage], program: str = "") -> tuple[int, ...]:
+    """The stage numbers a test binary of `program` must hold to run `stages`, or () when that is
+    all of its stages: a tree builds the same binary whichever job asks for every stage."""
+    numbers = tuple(sorted(s.number for s in stages))
+    every = tuple(sorted(s.number for s in exercise.stages if s.program == program))
+    return () if numbers == every else numbers
 
 
 _SHARED_HANG_HEAD = "every stage hung on its first run"

@@ -11,7 +11,9 @@ into it. When the reference itself is judged, its test binary is that build."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
 from pathlib import Path
 
 from . import build, process
@@ -46,17 +48,16 @@ def stage_filter(suite: str) -> str:
 
 def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits: Limits, program: str = "") -> list[str] | None:
     """Every test of the exercise's program, from the trusted build in `tree` (built here when the
-    tests changed since it was last listed), or None when it cannot be built or read."""
+    tests changed since it was last listed, and no other tree of the same compiler and
+    instrumentation has listed them), or None when it cannot be built or read."""
     name = build.program_name(exercise.name, program)
     binary = tree / (f"test_{name}" if impl.kind == "solutions" else f"list_{name}")
     cache = tree / f"tests-{name}.json"
     stamp = _stamp(exercise) + ([_file_stamp(binary)] if impl.kind == "solutions" else [])
-    try:
-        saved = json.loads(cache.read_text(encoding="utf-8"))
-        if saved["stamp"] == stamp and binary.is_file():
-            return saved["tests"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    kept, shared_stamp = _shared(tree, name, stamp, impl.kind == "solutions")
+    for path, wanted in ((cache, stamp), *((p, shared_stamp) for p in kept)):
+        if (tests := _read(path, wanted)) and (binary.is_file() or path != cache):
+            return tests
     if impl.kind != "solutions" and not build.build(tree, binary.name, limits.build_timeout_seconds).ok:
         return None
     listed = process.run([str(binary), "--gtest_list_tests"], cwd=tree, timeout=limits.test_timeout_seconds,
@@ -64,8 +65,50 @@ def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits: Limits, p
     tests = parse(listed.stdout.text())
     if listed.returncode != 0 or listed.stdout.truncated or not tests:
         return None
-    cache.write_text(json.dumps({"stamp": stamp, "tests": tests}), encoding="utf-8")
+    _write(cache, stamp, tests)
+    if kept:
+        _write(kept[0], shared_stamp, tests)
     return tests
+
+
+def _shared(tree: Path, name: str, stamp: list[str], from_test_binary: bool) -> tuple[list[Path], list[str]]:
+    """Where the trees of one compiler and instrumentation keep their lists (the first path is
+    where this tree writes), and what a list there depends on. `check` compiles the same test files
+    against the same reference in many trees (the reference's, the skeleton's, each known
+    mistake's): one lists for all, instead of each compiling every test file again for list_.
+    A reference's test binary built with some stages alone (ALLOCLAB_ONLY_STAGES) lists those
+    stages for trees built with the same ones; a list_ binary holds every stage, so its list
+    serves every tree. None outside a configured tree."""
+    values = build.cache_values(tree)
+    compiler, sanitizer = values.get("CMAKE_CXX_COMPILER"), values.get("ALLOCLAB_SANITIZER")
+    if not compiler or not sanitizer:
+        return [], []
+    only = values.get("ALLOCLAB_ONLY_STAGES", "").replace(";", "-")
+    folder = build.BUILD_ROOT / "lists"
+    every = folder / f"{Path(compiler).name}-{sanitizer}-{name}.json"
+    some = folder / f"{Path(compiler).name}-{sanitizer}-{name}-stages-{only}.json"
+    kept = [every] if not only else [some, every] if from_test_binary else [every, some]
+    shared_stamp = [s for s in stamp if not s.startswith(str(tree))] + [os.path.realpath(compiler)]
+    return kept, shared_stamp
+
+
+def _read(path: Path, stamp: list[str]) -> list[str] | None:
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        return saved["tests"] if saved["stamp"] == stamp else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write(path: Path, stamp: list[str], tests: list[str]) -> None:
+    """Atomically, since two jobs may list at once; a list that cannot be kept is listed again."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        partial.write_text(json.dumps({"stamp": stamp, "tests": tests}), encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        pass
 
 
 def _stamp(exercise: Exercise) -> list[str]:

@@ -59,8 +59,10 @@ def check_command(args, catalog: Catalog) -> bool:
     slots = build.Slots("check", args.jobs)
     jobs = []
     for ex in exercises:
+        # The references first: their builds list the tests (listing.py) for every other tree of
+        # the same compiler, so the skeletons and the mistakes do not compile the tests twice.
+        jobs += [(_reference, ex, compiler) for compiler in compilers]
         for compiler in compilers:
-            jobs.append((_reference, ex, compiler))
             jobs.append((_skeleton, ex, compiler))
             if any("tsan" in s.sanitizers for s in ex.stages):
                 jobs.append((_thread_stages_repeated, ex, compiler))
@@ -72,13 +74,15 @@ def check_command(args, catalog: Catalog) -> bool:
         if ex.bench_dir.is_dir():
             jobs.append((_benchmarks, ex, "clang"))
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-        futures = [pool.submit(_timed, fn, catalog, ex, arg, slots) for fn, ex, arg in jobs]
+        # The engine and the docs first: each is one long job that, left to the end, would keep
+        # one core busy while the other waits.
+        futures = [pool.submit(_guarded, "the serving engine", lambda: [_serve(catalog)])]
+        if not args.no_docs:
+            futures.append(pool.submit(_guarded, "the learner's documentation", lambda: list(_docs(catalog))))
+        futures += [pool.submit(lambda *job: [_timed(*job)], fn, catalog, ex, arg, slots) for fn, ex, arg in jobs]
         for future in as_completed(futures):
-            report(future.result())
-    report(_serve(catalog))
-    if not args.no_docs:
-        for item in _docs(catalog):
-            report(item)
+            for item in future.result():
+                report(item)
     return _summary(items)
 
 
@@ -112,6 +116,13 @@ def _summary(items: list[Item]) -> bool:
     return failed == 0
 
 
+def _guarded(what: str, items) -> list[Item]:
+    try:
+        return items()
+    except Exception as err:  # one broken job must not hide the others' results
+        return [Item(False, what, f"the judge failed: {type(err).__name__}: {err}")]
+
+
 def _timed(fn, catalog, ex, arg, slots) -> Item:
     """Runs one job; the jobs that judge in build trees of their own get a slot, a tree name no
     other running job uses."""
@@ -129,7 +140,9 @@ def _timed(fn, catalog, ex, arg, slots) -> Item:
 
 
 def _reference(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
-    verdict = judging.judge(judging.Request(ex, build.Impl("solutions"), (compiler,), werror=True), catalog.limits)
+    # Each tree compiles only the stages judged in it (a ThreadSanitizer tree, the thread stages).
+    verdict = judging.judge(judging.Request(ex, build.Impl("solutions"), (compiler,), werror=True,
+                                            compile_only_judged=True), catalog.limits)
     what = f"{ex.name}: the reference passes every stage with {build.program(compiler)} ({', '.join(ex.sanitizers)})"
     return Item(verdict.passed, what, _first_problem(verdict))
 
@@ -165,9 +178,11 @@ def _thread_stages_repeated(catalog: Catalog, ex: Exercise, compiler: str) -> It
     limits = catalog.limits
     threaded = [s for s in ex.stages if "tsan" in s.sanitizers]
     for program in dict.fromkeys(s.program for s in threaded):
-        suites = ":".join(f"{s.suite}.*" for s in threaded if s.program == program)
+        ours = [s for s in threaded if s.program == program]
+        suites = ":".join(f"{s.suite}.*" for s in ours)
         with build.tests_built(compiler, "tsan", build.Impl("solutions"), ex.name, True,
-                               limits.build_timeout_seconds, program=program) as (binary, built):
+                               limits.build_timeout_seconds, program=program,
+                               only_stages=judging.only_stages(ex, ours, program)) as (binary, built):
             if not built.ok:
                 return Item(False, what, built.problem or "the reference does not build")
             result = process.run([str(binary), f"--gtest_filter={suites}", f"--gtest_repeat={THREAD_REPEATS}",
