@@ -29,11 +29,12 @@ FAKE_GTEST = textwrap.dedent("""\
     plan = json.loads(os.environ["FAKE_PLAN"])          # {"Suite.Test": "pass" | "fail" | "hang"}
     args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if "=" in a)
     positive, _, negative = args["gtest_filter"].partition("-")
-    suites = [p[:-2] for p in positive.split(":")]
+    suites = [p[:-2] for p in positive.split(":") if p.endswith(".*")]
+    named = {p for p in positive.split(":") if not p.endswith(".*")}
     skip = set(negative.split(":")) if negative else set()
     results = {}
     for name, what in plan.items():
-        if name.split(".")[0] not in suites or name in skip:
+        if (name.split(".")[0] not in suites and name not in named) or name in skip:
             continue
         print("[ RUN      ] " + name, flush=True)
         if what == "hang":
@@ -67,15 +68,23 @@ class FakeBinaryTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def judge(self, plan: dict[str, str]) -> tuple[list[results.StageResult], float, bool]:
+    def judge(self, plan: dict[str, str], named: tuple[str, ...] = ()) -> tuple[list[results.StageResult], float, bool]:
         suites = list(dict.fromkeys(name.split(".")[0] for name in plan))
         stages = [Stage(n, suite, suite.lower(), "", ("asan",)) for n, suite in enumerate(suites, 1)]
-        expected = {suite: [name for name in plan if name.startswith(suite + ".")] for suite in suites}
+        expected = {suite: [name for name in plan if name.startswith(suite + ".") and (not named or name in named)]
+                    for suite in suites}
         env = dict(os.environ, FAKE_PLAN=json.dumps(plan))
         start = time.monotonic()
         results, everywhere = judging.run_stages(self.binary, stages, expected, env, LIMITS,
-                                                 Path("/nonexistent/focus.hpp"))
+                                                 Path("/nonexistent/focus.hpp"), named=bool(named))
         return results, time.monotonic() - start, everywhere
+
+    def test_tests_run_by_name_run_alone(self):
+        # `check` asks a known mistake only about the tests it names: the others are not run at all.
+        plan = {"S1.A": "hang", "S1.B": "fail", "S1.C": "hang"}
+        results, took, _ = self.judge(plan, named=("S1.B",))
+        self.assertEqual([(t.name, t.status) for t in results[0].tests], [("S1.B", "failed")])
+        self.assertLess(took, LIMIT, "the tests not named must not run (they would hang here)")
 
     def test_a_hang_in_every_stage_costs_one_limit(self):
         plan = {f"S{s}.T{t}": "hang" for s in range(1, 5) for t in range(1, 4)}

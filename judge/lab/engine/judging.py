@@ -44,6 +44,8 @@ class Request:
     every_stage: bool = False           # build a stage's own program even when a stage before it failed
     shrink: bool = True                 # shrink a failing model sequence (`check` only asks whether it fails)
     compile_only_judged: bool = False   # leave the stages not judged out of the binary (faster to build)
+    tests: tuple[str, ...] = ()         # run only these tests of the stages judged (`check` asks a known
+                                        # mistake about the tests it names); () for every test
 
 
 class _MacroCheck:
@@ -183,8 +185,10 @@ def _judge_program(request: Request, compiler: str, sanitizer: str, stages: list
         listed = time.monotonic()
         expected = expected_tests(binary.parent, exercise, impl, stages, limits, program)
         summary.seconds += time.monotonic() - listed  # the listing build, when the tests changed
+        if request.tests:
+            expected = {suite: [n for n in names if n in request.tests] for suite, names in expected.items()}
         env = test_environment(limits, request.seed, request.shrink)
-        results, hung = run_stages(binary, stages, expected, env, limits, focus)
+        results, hung = run_stages(binary, stages, expected, env, limits, focus, named=bool(request.tests))
     return results, summary, hung
 
 
@@ -203,7 +207,7 @@ SHARED_HANG = (_SHARED_HANG_HEAD + " (in {names}): the hang is most likely in co
 
 
 def run_stages(binary: Path, stages: list[Stage], expected: dict[str, list[str]], env: dict[str, str],
-               limits: Limits, focus: Path) -> tuple[list[StageResult], bool]:
+               limits: Limits, focus: Path, named: bool = False) -> tuple[list[StageResult], bool]:
     """Runs every stage at once, each in its own process. When every stage hangs on its first
     run, the hang is in code all tests share (a constructor that never returns): one time
     limit is spent on the whole exercise, not one per test and stage. Otherwise a stage whose
@@ -212,7 +216,7 @@ def run_stages(binary: Path, stages: list[Stage], expected: dict[str, list[str]]
     with tempfile.TemporaryDirectory(prefix="alloclab-") as tmp, ThreadPoolExecutor(max(len(stages), 1)) as pool:
         process.hand_over(Path(tmp))
         runs = [_StageRun(binary, stage, expected.get(stage.suite, []), env, limits, focus,
-                          Path(tmp) / str(stage.number)) for stage in stages]
+                          Path(tmp) / str(stage.number), named) for stage in stages]
         again = list(pool.map(_StageRun.step, runs))
         hung = [r for r in runs if r.wanted]
         everywhere = len(hung) > 1 and all(r.first_hung for r in hung)
@@ -231,8 +235,9 @@ class _StageRun:
     stage is run again without it, so one crash does not hide the verdict on the others."""
 
     def __init__(self, binary: Path, stage: Stage, expected: list[str], env: dict[str, str], limits: Limits,
-                 focus: Path, tmp: Path):
+                 focus: Path, tmp: Path, named: bool = False):
         self.binary, self.stage, self.env, self.limits, self.focus, self.tmp = binary, stage, env, limits, focus, tmp
+        self.named = named   # run the expected tests by name, not the whole suite
         self.result = StageResult(stage.number, stage.suite, stage.title, stage.goal)
         self.outcomes: dict[str, TestOutcome] = {}
         self.wanted = list(expected)
@@ -248,7 +253,11 @@ class _StageRun:
         self.runs += 1
         result, outcomes, wanted, limits = self.result, self.outcomes, self.wanted, self.limits
         excluded = [name for name in wanted if name in outcomes]
-        pattern = f"{listing.stage_filter(self.stage.suite)}:{CANARY}.*" + ("-" + ":".join(excluded) if excluded else "")
+        if self.named:
+            pattern = ":".join([n for n in wanted if n not in outcomes] + [f"{CANARY}.*"])
+        else:
+            pattern = (f"{listing.stage_filter(self.stage.suite)}:{CANARY}.*"
+                       + ("-" + ":".join(excluded) if excluded else ""))
         if not self.tmp.is_dir():
             self.tmp.mkdir(parents=True)
             process.hand_over(self.tmp)

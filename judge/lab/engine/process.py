@@ -152,6 +152,22 @@ def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
     return RunResult(proc.returncode, timed_out, time.monotonic() - start, out, err)
 
 
+def start_kept(argv: list[str], **popen) -> subprocess.Popen:
+    """Starts a long-lived program the judge talks to while it runs (the docs' browser), in a session
+    of its own, and registers it, so that no `run` finishing in another thread takes it for a stray
+    and kills it. `forget` it once it has been waited for."""
+    _become_subreaper()
+    with _SPAWN_LOCK:
+        proc = subprocess.Popen(argv, start_new_session=True, **popen)
+        _SPAWNED.add(proc.pid)
+    return proc
+
+
+def forget(proc: subprocess.Popen) -> None:
+    with _SPAWN_LOCK:
+        _SPAWNED.discard(proc.pid)
+
+
 def untranslated(env: dict[str, str] | None) -> dict[str, str]:
     """`env` (or the judge's own environment) in the C locale: compilers, sanitizers and test
     programs then print the English the judge's parsers read, whatever language the learner's

@@ -20,6 +20,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from ..engine import process
+
 NAMES = ("chromium", "chromium-browser", "google-chrome")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -75,10 +77,11 @@ class Browser:
         os.close(from_child)
         script = f'exec "$0" "$@" 3<&{high[0]} 4>&{high[1]} {high[0]}<&- {high[1]}>&-'
         try:
-            self._proc = subprocess.Popen(
+            # Registered: `check` judges in other threads meanwhile, and each of their runs kills
+            # the children of the judge it did not start (engine/process.py).
+            self._proc = process.start_kept(
                 [shutil.which("bash") or "/bin/bash", "-c", script, path, *FLAGS, f"--user-data-dir={self._profile}", "about:blank"],
-                stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, pass_fds=high,
-                start_new_session=True)
+                stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, pass_fds=high)
         except OSError as err:
             self._cleanup()
             raise BrowserError(f"cannot start {path}: {err}") from None
@@ -117,6 +120,7 @@ class Browser:
         except ProcessLookupError:
             pass
         self._proc.wait()
+        process.forget(self._proc)
         self._proc = None
         self._cleanup()
 

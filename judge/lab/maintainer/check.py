@@ -148,10 +148,11 @@ def _reference(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
 
 
 def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
-    # A tree of its own, so the learner's build/<compiler>-<sanitizer> keeps its settings; each
-    # tree compiles only the stages run in it, which still compiles every stage file once.
-    verdict = judging.judge(judging.Request(ex, build.Impl("exercises"), (compiler,), werror=True, slot=slot,
-                                            every_stage=True, compile_only_judged=True),
+    # Judged as a file, so in the trees of the known mistakes (build/<compiler>-<sanitizer>-source-
+    # <slot>), whose model generators and precompiled header it then shares, and never in the
+    # learner's; each tree compiles only the stages run in it, which still compiles every stage once.
+    verdict = judging.judge(judging.Request(ex, build.Impl("source", ex.exercise_file), (compiler,), werror=True,
+                                            slot=slot, every_stage=True, compile_only_judged=True),
                             catalog.limits)
     what = f"{ex.name}: the untouched skeleton compiles and fails every stage with {build.program(compiler)}"
     unbuilt = [c for c in verdict.configs if not c.build.ok]
@@ -239,11 +240,11 @@ def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Ite
                                  "Make the mistake again on the new reference and save its `diff -u`.")
     request = judging.Request(ex, build.Impl("source", wrong), ("clang",), tuple(sorted({s.number for s in stages})),
                               slot=slot, sanitizers=(sanitizer,), shrink=False,
-                              compile_only_judged=True)
+                              compile_only_judged=True, tests=tuple(mistake.caught_by))
     verdict = judging.judge(request, catalog.limits)
     outcomes = {t.name: t for c in verdict.configs for s in c.stages for t in s.tests}
-    # A stage of one test that fails at exit (a leak LeakSanitizer reports once the test is over)
-    # fails that test.
+    # Each stage runs the tests the file names, and nothing else: a run of one test that fails at
+    # exit (a leak LeakSanitizer reports once the test is over) fails that test.
     alone_and_failed = {s.tests[0].name for c in verdict.configs for s in c.stages
                         if len(s.tests) == 1 and s.status != StageStatus.PASSED}
     if not all(c.build.ok for c in verdict.configs):

@@ -4,6 +4,8 @@
 // and on model.hpp side by side (model_run.cpp). After every call the outcome, the address handed
 // out, the snapshot, every statistic, pending_bytes() and what the device saw (its segments, the
 // events recorded on each stream, its synchronizations) must agree; at the end, the destructor's.
+// A third of the sequences allocate only 512 bytes and 1 KiB on stream 0, so that free blocks of
+// one size compete and the lowest address must win.
 // This file only generates the sequences: it includes no header under test, so an edit of
 // caching_allocator.hpp never recompiles it.
 #include <cstddef>
@@ -42,6 +44,10 @@ rc::Gen<std::size_t> sizes() {
   });
 }
 
+// A third of the sequences allocate two sizes on one stream alone: free blocks of one size then
+// compete often, which is where the rule that the lowest address wins shows.
+rc::Gen<std::size_t> narrow_sizes() { return rc::gen::element<std::size_t>(512, 1 * KiB); }
+
 rc::Gen<int> streams() { return rc::gen::inRange(0, caching_model::kStreams); }
 // Which pointer, counted from the newest.
 rc::Gen<std::size_t> picks() { return rc::gen::inRange<std::size_t>(0, 8); }
@@ -59,13 +65,14 @@ rc::Gen<long> fails() {
   return rc::gen::weightedOneOf<long>({{10, rc::gen::just(0L)}, {3, rc::gen::inRange(1L, 7L)}});
 }
 
-rc::Gen<Op> ops() {
+rc::Gen<Op> ops(bool narrow) {
   using K = Op::Kind;
   const auto none = rc::gen::just<std::size_t>(0);
   const auto zero = rc::gen::just(0);
   const auto no_fail = rc::gen::just(0L);
   return rc::gen::weightedOneOf<Op>({
-      {10, rc::gen::construct<Op>(rc::gen::just(K::allocate), sizes(), streams(), none, zero, fails())},
+      {10, narrow ? rc::gen::construct<Op>(rc::gen::just(K::allocate), narrow_sizes(), zero, none, zero, no_fail)
+                  : rc::gen::construct<Op>(rc::gen::just(K::allocate), sizes(), streams(), none, zero, fails())},
       {4, rc::gen::construct<Op>(rc::gen::just(K::deallocate), none, zero, picks(), rc::gen::just<int>(live), fails())},
       {3, rc::gen::construct<Op>(rc::gen::just(K::deallocate), none, zero, picks(), rc::gen::just<int>(recorded),
                                  fails())},
@@ -88,7 +95,8 @@ rc::Gen<Op> ops() {
 // Sequences of up to about a hundred calls: a hole of the size a request wants, between blocks
 // still live, takes a few allocations and frees in the right order to appear.
 ALLOCLAB_MODEL_TEST(CachingModel, EveryCallAgreesWithTheModel, 4, (alloclab::test::model::Budget{200, 100}), [] {
-  const auto sequence = *rc::gen::container<std::vector<Op>>(ops());
+  const bool narrow = *rc::gen::weightedOneOf<bool>({{2, rc::gen::just(false)}, {1, rc::gen::just(true)}});
+  const auto sequence = *rc::gen::container<std::vector<Op>>(ops(narrow));
   caching_model::run(sequence);
 })
 
