@@ -100,14 +100,13 @@ TEST(RingLaps, AnAllocationThatWouldCrossTheEndStartsAtOffsetZero) {
 
 TEST(RingLaps, AStartAlignedPastTheEndWrapsToo) {
   RingBumpAllocator ring(4096);
-  auto* start = static_cast<unsigned char*>(ring.allocate(65, 1));
-  ASSERT_NE(start, nullptr) << "allocate(65, 1) returned nullptr.";
+  void* const start = ring.allocate(65, 1);
   ring.reclaim(ring.checkpoint());
-  auto* p = static_cast<unsigned char*>(ring.allocate(1, 4096));
-  ASSERT_NE(p, nullptr) << "allocate(1, 4096) on an empty ring whose head is at offset 65 must succeed at offset 0.";
-  EXPECT_EQ(p, start) << "From offset 65, aligned up to 4096, the block would start at offset 4096, the end of the "
-                         "buffer: it must start at offset 0 instead. Whether a block fits before the end is decided "
-                         "after the padding, from where the block would really start, not from the head's offset.";
+  EXPECT_NE(start, nullptr) << "allocate(65, 1) on a new ring returned nullptr.";
+  EXPECT_EQ(ring.allocate(1, 4096), start)
+      << "From offset 65, aligned up to 4096, the block would start at offset 4096, the end of the buffer: on this "
+         "empty ring it must start at offset 0 instead. Whether a block fits before the end is decided after the "
+         "padding, from where the block would really start, not from the head's offset.";
   EXPECT_EQ(ring.checkpoint(), 65u + 4031u + 1u)
       << "The head moves past the 4031 bytes skipped at the end and then the 1 of the block: 4097.";
 }
