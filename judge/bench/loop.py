@@ -1,14 +1,23 @@
 #!/usr/bin/env python3
-"""The edit-judge loop, measured: a one-line edit of a header that passes, then
-`judge.py test 1`, N times; prints the median and where the time goes.
+"""The edit-judge loop, measured: `judge.py test N` after a one-line edit, N times each for a header
+that passes, one that does not compile and one that fails; prints the medians and where the time goes.
 
-    python3 judge/bench/loop.py [-n 7] [--exercise 1] [--compiler clang]
+    python3 judge/bench/loop.py [-n 5] [--exercise 1] [--compiler clang] [--against DIR]
 
-The header judged is a copy of the reference (so it passes) given with --source, in build
-trees of their own (ALLOCLAB_SLOT=loop): the learner's file and trees are never touched. Each
-edit changes one comment line, so the compiler really recompiles every stage file. Wall times
-move with whatever else the machine runs; the CPU time (user + system of every child) does so
-much less, so both are printed."""
+The headers judged are copies in a folder of their own, given with --source: the reference with a
+comment line added (it passes), the same with a syntax error added (it does not compile), and the
+untouched skeleton (it fails its first stage). They are judged in build trees of their own
+(ALLOCLAB_SLOT=loop), so the learner's file and trees are never touched. Each edit changes a line of
+the file, so the compiler really recompiles every file that includes it.
+
+The first judge is the one before the cycles: on a fresh clone (no build/ folder) it is what a
+learner waits for the first time. Wall times move with whatever else the machine runs; the CPU time
+(user + system of every child) much less, so both are printed: a CPU time far above the wall time
+is two cores at work, a wall time far above it is a machine busy with something else.
+
+--against DIR measures another copy of the kit (a clone of an older commit) in the same run, cycle
+by cycle in turn with this one, so that a busy spell of the machine slows both alike: the way to
+compare before and after a change."""
 from __future__ import annotations
 
 import argparse
@@ -24,11 +33,31 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-JUDGE = ROOT / "judge" / "judge.py"
 sys.path.insert(0, str(ROOT / "judge"))
 
 from lab.engine import build  # noqa: E402
 from lab.model import catalog as cat  # noqa: E402
+
+# What each kind of try appends to its copy of a header, and the verdict it must get.
+PASSING, COMPILE_ERROR, FAILING = "passing", "compile error", "failing"
+KINDS = (PASSING, COMPILE_ERROR, FAILING)
+_LAST_LINE = {PASSING: "// edit {i}", COMPILE_ERROR: "int alloclab_loop_edit_{i} = ;", FAILING: "// edit {i}"}
+
+
+class Kit:
+    """One copy of the kit under measurement, with its own copies of the headers and its trees."""
+
+    def __init__(self, root: Path, exercise: cat.Exercise, compiler: str, folder: Path):
+        self.root, self.header = root, folder / exercise.header
+        folder.mkdir(parents=True)
+        folder_of = exercise.tests_dir.name
+        sources = {PASSING: root / "solutions" / folder_of / exercise.header,
+                   COMPILE_ERROR: root / "solutions" / folder_of / exercise.header,
+                   FAILING: root / "exercises" / folder_of / exercise.header}
+        self.bases = {kind: path.read_text(encoding="utf-8").splitlines() for kind, path in sources.items()}
+        tree = build.tree_dir(compiler, "asan", build.Impl("source", self.header), "loop").name
+        self.trees = [root / "build" / tree.replace("-asan-", f"-{s}-") for s in exercise.sanitizers]
+        self.fresh = not (root / "build").exists()
 
 
 def children_cpu() -> float:
@@ -52,60 +81,80 @@ def ninja_steps(log: Path, offset: int) -> list[tuple[int, int, str]]:
     return steps
 
 
-def once(exercise: cat.Exercise, header: Path, compiler: str, iteration: int, tree: Path) -> dict:
-    text = header.read_text(encoding="utf-8").splitlines()
-    text[-1] = f"// edit {iteration} {time.time_ns()}"
-    header.write_text("\n".join(text) + "\n", encoding="utf-8")
-    log = tree / ".ninja_log"
-    offset = log.stat().st_size if log.exists() else 0
+def once(kit: Kit, exercise: cat.Exercise, kind: str, compiler: str, i: int) -> dict:
+    kit.header.write_text("\n".join(kit.bases[kind] + [_LAST_LINE[kind].format(i=f"{i}_{time.time_ns()}")]) + "\n",
+                          encoding="utf-8")
+    offsets = {t: (t / ".ninja_log").stat().st_size if (t / ".ninja_log").exists() else 0 for t in kit.trees}
     env = dict(os.environ, ALLOCLAB_SLOT="loop", NO_COLOR="1")
     cpu, start = children_cpu(), time.monotonic()
-    done = subprocess.run([sys.executable, str(JUDGE), "test", str(exercise.id), "--source", str(header),
-                           "--compiler", compiler, "--json"], capture_output=True, text=True, env=env, cwd=ROOT)
+    done = subprocess.run([sys.executable, str(kit.root / "judge" / "judge.py"), "test", str(exercise.id),
+                           "--source", str(kit.header), "--compiler", compiler, "--json"],
+                          capture_output=True, text=True, env=env, cwd=kit.root)
     wall, cpu = time.monotonic() - start, children_cpu() - cpu
-    verdict = json.loads(done.stdout)
-    if verdict["verdict"] != "passed":
-        raise SystemExit(f"the reference did not pass:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
-    steps = ninja_steps(log, offset)
-    binary = f"test_{exercise.name}"
-    links = [s for s in steps if s[2] == binary]
+    try:
+        verdict = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise SystemExit(f"{kit.root}: the judge printed no verdict:\n{done.stdout[-3000:]}{done.stderr[-2000:]}") from None
+    refused = any(c["build"].get("error") for c in verdict["configs"])   # a compiler error in the header
+    if (verdict["verdict"] == "passed") != (kind == PASSING) or refused != (kind == COMPILE_ERROR):
+        raise SystemExit(f"{kit.root}: the {kind} header was judged {verdict['verdict']}:\n{done.stdout[-3000:]}")
+    steps = [s for t in kit.trees for s in ninja_steps(t / ".ninja_log", offsets[t])]
     compiles = [s for s in steps if s[2].endswith(".o")]
-    built = sum(c["build"]["seconds"] for c in verdict["configs"])
+    links = [s for s in steps if Path(s[2]).name.startswith("test_")]
+    building = sum(c["build"]["seconds"] for c in verdict["configs"])
     return {
         "wall": wall, "cpu": cpu,
         "python and reporting": wall - verdict["seconds"],
-        "build (configure check, compile, link)": built,
-        "  compile": (max(s[1] for s in compiles) - min(s[0] for s in compiles)) / 1000 if compiles else 0.0,
-        "  link": sum(s[1] - s[0] for s in links) / 1000,
-        "runs and checks after the build": verdict["seconds"] - built,
+        "build (configure check, compile, link)": building,
+        "  compiles (sum of their walls)": sum(s[1] - s[0] for s in compiles) / 1000,
+        "  links (sum of their walls)": sum(s[1] - s[0] for s in links) / 1000,
+        "runs and checks after the builds": verdict["seconds"] - building,
     }
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-n", type=int, default=7, help="edit-judge cycles (default 7)")
+    parser.add_argument("-n", type=int, default=5, help="edit-judge cycles of each kind (default 5)")
     parser.add_argument("--exercise", default="1")
     parser.add_argument("--compiler", default="clang")
+    parser.add_argument("--against", type=Path, metavar="DIR",
+                        help="another copy of the kit, measured in the same run, cycle by cycle in turn with this one")
     args = parser.parse_args(argv)
     catalog = cat.load()
     exercise = catalog.resolve(args.exercise)
     compiler = build.compilers_for(args.compiler)[0]
-    tree = build.tree_dir(compiler, exercise.sanitizers[0], build.Impl("source"), "loop")
+    roots = [ROOT] + ([args.against.resolve()] if args.against else [])
     with tempfile.TemporaryDirectory(prefix="alloclab-loop-") as tmp:
-        header = Path(tmp) / exercise.header
-        shutil.copyfile(exercise.solution_file, header)
-        header.write_text(header.read_text(encoding="utf-8") + "// edit\n", encoding="utf-8")
-        print(f"warming up (first build of {tree.name})…", flush=True)
-        once(exercise, header, compiler, 0, tree)
-        rows = []
+        kits = [Kit(root, exercise, compiler, Path(tmp) / str(k)) for k, root in enumerate(roots)]
+        rows: dict[Path, dict[str, list[dict]]] = {kit.root: {kind: [] for kind in KINDS} for kit in kits}
+        firsts = {}
+        for kit in kits:
+            print(f"{kit.root}: first judge ({'a fresh clone' if kit.fresh else 'build trees already there'})…",
+                  flush=True)
+            firsts[kit.root] = once(kit, exercise, PASSING, compiler, 0)
+            print(f"  {firsts[kit.root]['wall']:.2f} s wall, {firsts[kit.root]['cpu']:.2f} s CPU", flush=True)
         for i in range(1, args.n + 1):
-            rows.append(once(exercise, header, compiler, i, tree))
-            print(f"  cycle {i}: {rows[-1]['wall']:.2f} s wall, {rows[-1]['cpu']:.2f} s CPU", flush=True)
-    print(f"\nmedian of {args.n} edit-judge cycles of exercise {exercise.id:02d} ({build.program(compiler)}):")
-    for key in rows[0]:
-        values = [r[key] for r in rows]
-        print(f"  {key:<40}{statistics.median(values):6.2f} s   (min {min(values):.2f}, max {max(values):.2f})")
-    print(f"  {'load average now':<40}{os.getloadavg()[0]:6.2f}   (other work on the machine moves wall times)")
+            for kind in KINDS:   # interleaved, so that a busy spell of the machine hits every kind and kit alike
+                for kit in kits:
+                    rows[kit.root][kind].append(once(kit, exercise, kind, compiler, i))
+            print(f"  cycle {i}: " + "; ".join(
+                ", ".join(f"{kind} {rows[kit.root][kind][-1]['wall']:.2f} s" for kind in KINDS) for kit in kits),
+                flush=True)
+    for kit in kits:
+        print(f"\n{kit.root}: exercise {exercise.id:02d} ({build.program(compiler)}), median of {args.n} one-line edits:")
+        for kind, runs in rows[kit.root].items():
+            print(f"  {kind} header")
+            for key in runs[0]:
+                values = [r[key] for r in runs]
+                print(f"    {key:<40}{statistics.median(values):6.2f} s   (min {min(values):.2f}, max {max(values):.2f})")
+    print()
+    for kit in kits:
+        medians = {kind: (statistics.median(r["wall"] for r in runs), statistics.median(r["cpu"] for r in runs))
+                   for kind, runs in rows[kit.root].items()}
+        first = firsts[kit.root]
+        print(f"  | {exercise.id:02d} | {first['wall']:.1f} s{'' if kit.fresh else ' (trees there)'} | "
+              + " | ".join(f"{wall:.2f} s ({cpu:.1f} s CPU)" for wall, cpu in medians.values()) + f" |  {kit.root}")
+    print(f"  columns: first judge | {' | '.join(KINDS)}; load average now {os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -1,8 +1,13 @@
 // Three ways to give KV blocks to requests, behind one interface, so that the same scheduler
 // and model can be measured with each.
+//
+// The interface is the seam between the engine and exercise 07: it speaks the engine's own
+// types, and only paged_manager.cpp includes the learner's kv_cache_manager.hpp. An edit of that
+// header then recompiles one small file, never the engine.
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <span>
@@ -12,9 +17,22 @@
 #include <vector>
 
 #include "block_pool.hpp"
-#include "kv_cache_manager.hpp"
 
 namespace alloclab::engine {
+
+/// A copy of one KV block into another that the model runner must make before the step runs:
+/// exercise 07's BlockCopy, as the engine receives it.
+struct KvCopy {
+  int src, dst;
+};
+
+/// What a manager's prefix cache did (exercise 07's PrefixCacheStats, as the engine keeps it).
+struct KvCacheStats {
+  std::size_t queried_tokens = 0;  // prompt tokens of every successful admit (0 while caching is off)
+  std::size_t hit_tokens = 0;      // of those, the tokens whose KV admit found cached
+  std::size_t evictions = 0;       // cached blocks given back to the pool to make room
+  std::size_t copies = 0;          // copy-on-write copies ordered
+};
 
 /// What the scheduler asks of a block manager. `admit` also gets the most tokens the sequence
 /// can reach and how many parallel samples will fork from it: the paged managers ignore both
@@ -25,43 +43,22 @@ class BlockManager {
   [[nodiscard]] virtual std::optional<int> admit(int seq, std::span<const int> tokens, int max_tokens, int samples) = 0;
   /// The blocks `admit` would need in the worst case (no prefix hit): the admission check.
   [[nodiscard]] virtual int blocks_to_admit(int tokens, int max_tokens, int samples) const = 0;
-  [[nodiscard]] virtual bool append_token(int seq, int token, std::vector<BlockCopy>& copies) = 0;
-  virtual void fork(int parent, int child, std::vector<BlockCopy>& copies) = 0;
+  [[nodiscard]] virtual bool append_token(int seq, int token, std::vector<KvCopy>& copies) = 0;
+  virtual void fork(int parent, int child, std::vector<KvCopy>& copies) = 0;
   virtual void release(int seq) = 0;
   [[nodiscard]] virtual std::span<const int> block_table(int seq) const = 0;
   [[nodiscard]] virtual int num_free_blocks() const = 0;  // idle, plus cached blocks no request uses
   [[nodiscard]] virtual int num_idle_blocks() const = 0;  // idle in the pool
-  [[nodiscard]] virtual PrefixCacheStats stats() const = 0;
+  [[nodiscard]] virtual KvCacheStats stats() const = 0;
   [[nodiscard]] virtual int held_blocks(int seq) const = 0;  // every block the sequence keeps, spares included
   /// Whether a sequence takes blocks as it grows (and so may find none left, and be preempted).
   [[nodiscard]] virtual bool grows() const = 0;
 };
 
 /// `paged` (caching off) and `prefix` (caching on): exercise 07's KVCacheManager, blocks taken
-/// one at a time as tokens arrive, shared by fork and, with caching, by equal prefixes.
-class PagedManager final : public BlockManager {
- public:
-  PagedManager(int num_blocks, int block_tokens, bool prefix_caching)
-      : m_(num_blocks, block_tokens, prefix_caching), block_tokens_(block_tokens) {}
-
-  std::optional<int> admit(int seq, std::span<const int> tokens, int, int) override { return m_.admit(seq, tokens); }
-  int blocks_to_admit(int tokens, int, int) const override { return (tokens + block_tokens_ - 1) / block_tokens_; }
-  bool append_token(int seq, int token, std::vector<BlockCopy>& copies) override {
-    return m_.append_token(seq, token, copies);
-  }
-  void fork(int parent, int child, std::vector<BlockCopy>&) override { m_.fork(parent, child); }
-  void release(int seq) override { m_.release(seq); }
-  std::span<const int> block_table(int seq) const override { return m_.block_table(seq); }
-  int num_free_blocks() const override { return m_.num_free_blocks(); }
-  int num_idle_blocks() const override { return m_.pool().num_free(); }
-  PrefixCacheStats stats() const override { return m_.stats(); }
-  int held_blocks(int seq) const override { return static_cast<int>(m_.block_table(seq).size()); }
-  bool grows() const override { return true; }
-
- private:
-  KVCacheManager m_;
-  int block_tokens_;
-};
+/// one at a time as tokens arrive, shared by fork and, with caching, by equal prefixes. Defined
+/// in paged_manager.cpp, beside the learner's header.
+[[nodiscard]] std::unique_ptr<BlockManager> make_paged_manager(int num_blocks, int block_tokens, bool prefix_caching);
 
 /// `reserve`: what engines did before paging (FasterTransformer, Orca). At admission a
 /// request takes the blocks for its prompt plus the most tokens it may generate (the cap it
@@ -84,7 +81,7 @@ class ReserveManager final : public BlockManager {
     return 0;
   }
   int blocks_to_admit(int, int max_tokens, int samples) const override { return blocks_for(max_tokens) * samples; }
-  bool append_token(int seq, int, std::vector<BlockCopy>&) override {
+  bool append_token(int seq, int, std::vector<KvCopy>&) override {
     Seq& s = seqs_.at(seq);
     if (s.tokens == static_cast<int>(s.table.size()) * block_tokens_) {  // past its reservation: cannot happen
       auto more = pool_.allocate(1);
@@ -96,7 +93,7 @@ class ReserveManager final : public BlockManager {
   }
   /// The child takes its reservation, set aside at admission, and a copy of the parent's KV:
   /// without block sharing, a parallel sample starts as a full copy.
-  void fork(int parent, int child, std::vector<BlockCopy>& copies) override {
+  void fork(int parent, int child, std::vector<KvCopy>& copies) override {
     Seq& p = seqs_.at(parent);
     const auto per = p.table.size();
     if (p.spare.size() < per) throw std::logic_error("ReserveManager::fork: no reservation left for the child");
@@ -118,7 +115,7 @@ class ReserveManager final : public BlockManager {
   std::span<const int> block_table(int seq) const override { return seqs_.at(seq).table; }
   int num_free_blocks() const override { return pool_.num_free(); }
   int num_idle_blocks() const override { return pool_.num_free(); }
-  PrefixCacheStats stats() const override { return {0, 0, 0, copies_}; }
+  KvCacheStats stats() const override { return {0, 0, 0, copies_}; }
   int held_blocks(int seq) const override {
     const Seq& s = seqs_.at(seq);
     return static_cast<int>(s.table.size() + s.spare.size());
@@ -153,7 +150,7 @@ enum class ManagerKind { prefix, paged, reserve };
 
 [[nodiscard]] inline std::unique_ptr<BlockManager> make_manager(ManagerKind k, int num_blocks, int block_tokens) {
   if (k == ManagerKind::reserve) return std::make_unique<ReserveManager>(num_blocks, block_tokens);
-  return std::make_unique<PagedManager>(num_blocks, block_tokens, k == ManagerKind::prefix);
+  return make_paged_manager(num_blocks, block_tokens, k == ManagerKind::prefix);
 }
 
 }  // namespace alloclab::engine

@@ -83,7 +83,7 @@ struct StepInput {
   BatchView batch;
   const SampleJob* jobs;
   int job_count;
-  const BlockCopy* copies;
+  const KvCopy* copies;
   int copy_count;
   std::uint64_t checkpoint;  // the ring position after this step's bytes
 };
@@ -171,7 +171,7 @@ class ServedEngine {
     for (const StepRecord& r : stats_.timeline) batch += r.batch;
     stats.mean_batch = stats.steps ? batch / stats.steps : 0;
     stats.kv_utilization = util_steps_ ? util_sum_ / util_steps_ : 0;
-    const PrefixCacheStats ps = manager_->stats();
+    const KvCacheStats ps = manager_->stats();
     stats.prefix_hit_rate = admitted_prompt_tokens_ ? static_cast<double>(hit_tokens_) / static_cast<double>(admitted_prompt_tokens_) : 0;
     stats.copies = ps.copies;
     stats.device_mallocs = device_.mallocs();
@@ -182,7 +182,7 @@ class ServedEngine {
   /// Blocks still held by sequences or the cache, for tests: none may be held by a request
   /// once every request is done.
   [[nodiscard]] int blocks_in_use() const { return o_.kv_blocks - manager_->num_free_blocks(); }
-  [[nodiscard]] PrefixCacheStats manager_stats() const { return manager_->stats(); }
+  [[nodiscard]] KvCacheStats manager_stats() const { return manager_->stats(); }
   [[nodiscard]] std::size_t live_sequences() const { return sequences_.live(); }
 
  private:
@@ -403,7 +403,7 @@ class ServedEngine {
     // the runner reads and reclaims. Waits while the runner has not reclaimed enough.
     const std::size_t ints = static_cast<std::size_t>(4 * rows + table_ints + nseq);
     const std::size_t bytes = sizeof(detail::StepInput) + nseq * (sizeof(SeqKV) + sizeof(detail::SampleJob)) +
-                              ints * sizeof(int) + pending_copies_.size() * sizeof(BlockCopy) + 256;
+                              ints * sizeof(int) + pending_copies_.size() * sizeof(KvCopy) + 256;
     void* block = nullptr;
     while ((block = ring_.allocate(bytes, 64)) == nullptr) std::this_thread::yield();
     auto* base = static_cast<std::byte*>(block);
@@ -425,8 +425,8 @@ class ServedEngine {
     auto* r_logits = reinterpret_cast<int*>(put(logit_rows, sizeof(int) * static_cast<std::size_t>(nseq), alignof(int)));
     auto* r_jobs = reinterpret_cast<detail::SampleJob*>(
         put(jobs, sizeof(detail::SampleJob) * static_cast<std::size_t>(nseq), alignof(detail::SampleJob)));
-    auto* r_copies = reinterpret_cast<BlockCopy*>(
-        put(pending_copies_.data(), sizeof(BlockCopy) * pending_copies_.size(), alignof(BlockCopy)));
+    auto* r_copies = reinterpret_cast<KvCopy*>(
+        put(pending_copies_.data(), sizeof(KvCopy) * pending_copies_.size(), alignof(KvCopy)));
     auto* r_seqs = reinterpret_cast<SeqKV*>(put(nullptr, 0, alignof(SeqKV)));
     for (int i = 0; i < nseq; ++i) r_seqs[i] = {kv_.data(), r_tables + table_at[i]};
     at += sizeof(SeqKV) * static_cast<std::size_t>(nseq);
@@ -560,7 +560,7 @@ class ServedEngine {
 
   std::vector<Sequence*> running_;  // admission order: the back is the newest
   std::deque<Sequence*> waiting_;   // arrival order, preempted sequences in front
-  std::vector<BlockCopy> pending_copies_;
+  std::vector<KvCopy> pending_copies_;
   std::vector<int> sampled_;
   TopK top_;  // the runner's sampling scratch
   Outputs outputs_;

@@ -4,9 +4,11 @@ once on the same tree take turns instead of corrupting each other."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import queue
 import re
+import shlex
 import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -159,6 +161,20 @@ def tests_built(compiler: str, sanitizer: str, impl: Impl, exercise_name: str, w
     with locked(tree):
         yield tree / target, configure_and_build(tree, target, compiler, sanitizer, impl, exercise_name, werror,
                                                  timeout, extra)
+
+
+def include_dirs(tree: Path, target: str) -> list[Path]:
+    """The folders a translation unit of `target` finds its headers in (its -I flags), from the
+    compile commands CMake wrote: where the files the header under test includes come from."""
+    try:
+        commands = json.loads((tree / "compile_commands.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    for command in commands:
+        if f"CMakeFiles/{target}.dir/" in command.get("output", command.get("command", "")):
+            words = shlex.split(command.get("command", ""))
+            return [Path(w[2:] or nxt) for w, nxt in zip(words, words[1:] + [""]) if w.startswith("-I")]
+    return []
 
 
 class Slots:

@@ -51,18 +51,65 @@ class Request:
 class _MacroCheck:
     """Whether the header tampered with the test framework's macros. It needs only the
     preprocessor, so it starts once the first build is done, beside the first tests: during the
-    build it would take a core from the compiler."""
+    build it would take a core from the compiler. Its verdict is remembered for a header whose
+    directives did not change (integrity.tampered_macros), so a one-line edit rarely waits for it."""
 
     def __init__(self, pool: ThreadPoolExecutor, compiler: str, focus: Path):
         self._pool, self._compiler, self._focus, self._future = pool, compiler, focus, None
 
-    def start(self) -> None:
+    def start(self, tree: Path, target: str) -> None:
+        """Starts the check, with the include folders of `target`'s build in `tree`."""
         if self._future is None:
-            self._future = self._pool.submit(integrity.tampered_macros, self._compiler, self._focus)
+            self._future = self._pool.submit(integrity.tampered_macros, self._compiler, self._focus,
+                                             build.include_dirs(tree, target))
 
     def result(self) -> list[str]:
-        self.start()
-        return self._future.result()
+        return self._future.result() if self._future is not None else []
+
+
+class _Prebuilds:
+    """Builds of the configurations judged later, started while an earlier one runs its tests, so
+    that the two cores build one configuration and test another side by side instead of taking
+    them in turn: a program is prebuilt in the later configurations of the same compiler once it
+    built in the first (the main program), or once the first starts building it (a program of its
+    own, which only starts once the stages before it pass). When the later configuration's turn
+    comes, its build finds the work done."""
+
+    def __init__(self, request: Request, limits: Limits, plan: list[tuple[str, str, list[Stage]]]):
+        self._request, self._limits, self._plan = request, limits, plan
+        self._pool = ThreadPoolExecutor(max_workers=1)
+        self._started: set[tuple[str, str, str]] = set()
+
+    def __enter__(self) -> "_Prebuilds":
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._pool.shutdown(wait=True)
+
+    def after(self, compiler: str, sanitizer: str, program: str) -> None:
+        later = [(c, s, wanted) for c, s, wanted in self._plan if c == compiler]
+        later = later[[s for _, s, _ in later].index(sanitizer) + 1:]
+        for c, s, wanted in later:
+            group = [stage for stage in wanted if stage.program == program]
+            if group and (c, s, program) not in self._started:
+                self._started.add((c, s, program))
+                self._pool.submit(self._build, c, s, group, program)
+
+    def _build(self, compiler: str, sanitizer: str, stages: list[Stage], program: str) -> None:
+        with build.tests_built(*_build_args(self._request, compiler, sanitizer, stages, program, self._limits)):
+            pass
+
+
+def _build_args(request: Request, compiler: str, sanitizer: str, stages: list[Stage], program: str,
+                limits: Limits) -> tuple:
+    """What build.tests_built takes to build `program` for `stages` in one configuration. A
+    configuration holds only the stages the catalog judges in it (a ThreadSanitizer tree, the
+    thread stages): the others would be compiled at its cost and never run."""
+    exercise = request.exercise
+    held = stages if request.compile_only_judged else \
+        [s for s in exercise.stages if sanitizer in s.sanitizers and s.program == program]
+    return (compiler, sanitizer, request.impl, exercise.name, request.werror, limits.build_timeout_seconds,
+            request.slot, program, only_stages(exercise, held, program))
 
 
 def judge(request: Request, limits: Limits) -> Verdict:
@@ -75,20 +122,28 @@ def judge(request: Request, limits: Limits) -> Verdict:
     configs: list[ConfigResult] = []
     hung_under = ""   # the configuration whose every stage hung on its first run
     failed: set[int] = set()   # the stages that failed in a configuration judged so far
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    plan = [(compiler, sanitizer, [s for s in stages if sanitizer in s.sanitizers])
+            for compiler in request.compilers for sanitizer in request.sanitizers or exercise.sanitizers]
+    plan = [(compiler, sanitizer, wanted) for compiler, sanitizer, wanted in plan if wanted]
+    with ThreadPoolExecutor(max_workers=1) as pool, _Prebuilds(request, limits, plan) as prebuilds:
         macros = _MacroCheck(pool, request.compilers[0], focus)
-        for compiler in request.compilers:
-            for sanitizer in request.sanitizers or exercise.sanitizers:
-                wanted = [s for s in stages if sanitizer in s.sanitizers]
-                if not wanted:
-                    continue
-                if hung_under:  # the same code hangs in every build: another limit's wait would teach nothing
-                    configs.append(_not_judged(compiler, sanitizer, wanted, _from_source(exercise, wanted),
-                                               f"not judged: every stage hung under {hung_under}"))
-                    continue
-                config, hung = _judge_config(request, compiler, sanitizer, wanted, focus, limits, macros, failed)
-                configs.append(config)
-                hung_under = config.label if hung else ""
+        unbuilt_under = ""   # the configuration whose build stopped at a compiler error; not carried to
+        for compiler, sanitizer, wanted in plan:   # another compiler, which may accept what this one refused
+            if configs and configs[-1].compiler != compiler:
+                unbuilt_under = ""
+            if hung_under:  # the same code hangs in every build: another limit's wait would teach nothing
+                configs.append(_not_judged(compiler, sanitizer, wanted, _from_source(exercise, wanted),
+                                           f"not judged: every stage hung under {hung_under}"))
+                continue
+            if unbuilt_under:  # the same header fails to compile in every build: one error is the lesson
+                configs.append(_not_judged(compiler, sanitizer, wanted, _from_source(exercise, wanted),
+                                           f"not built: the header does not compile under {unbuilt_under}"))
+                continue
+            config, hung = _judge_config(request, compiler, sanitizer, wanted, focus, limits, macros, failed,
+                                         prebuilds)
+            configs.append(config)
+            hung_under = config.label if hung else ""
+            unbuilt_under = config.label if config.build.error else ""
         tampering = macros.result()
     passed = bool(configs) and not tampering and all(s.status == StageStatus.PASSED for c in configs for s in c.stages)
     left_out = [s.number for s in exercise.stages if s not in stages]
@@ -131,7 +186,8 @@ def _from_source(exercise: Exercise, stages: list[Stage]) -> dict[str, list[str]
 
 
 def _judge_config(request: Request, compiler: str, sanitizer: str, stages: list[Stage], focus: Path,
-                  limits: Limits, macros: _MacroCheck, failed: set[int]) -> tuple[ConfigResult, bool]:
+                  limits: Limits, macros: _MacroCheck, failed: set[int],
+                  prebuilds: _Prebuilds) -> tuple[ConfigResult, bool]:
     """One configuration's result, and whether every stage hung on its first run. A stage with a
     program of its own (catalog.Stage.program) is built and run only once no stage before it has
     failed, in this configuration or one judged before (`failed`, which this adds to), unless the
@@ -149,8 +205,10 @@ def _judge_config(request: Request, compiler: str, sanitizer: str, stages: list[
                        "of its own, long to build)")
             judged += _not_judged(compiler, sanitizer, group, _from_source(request.exercise, group), waiting).stages
             continue
+        if program:
+            prebuilds.after(compiler, sanitizer, program)
         stage_results, summary, hung_here = _judge_program(request, compiler, sanitizer, group, focus, limits, macros,
-                                                           program)
+                                                           program, prebuilds)
         judged += stage_results
         hung = hung or (hung_here and not program)
         result.build.seconds += summary.seconds
@@ -171,17 +229,18 @@ def _numbered(numbers: list[int]) -> str:
 
 
 def _judge_program(request: Request, compiler: str, sanitizer: str, stages: list[Stage], focus: Path,
-                   limits: Limits, macros: _MacroCheck, program: str) -> tuple[list[StageResult], BuildSummary, bool]:
+                   limits: Limits, macros: _MacroCheck, program: str,
+                   prebuilds: _Prebuilds) -> tuple[list[StageResult], BuildSummary, bool]:
     """Builds one test program of the exercise and runs its stages."""
     exercise, impl = request.exercise, request.impl
-    only = only_stages(exercise, stages, program) if request.compile_only_judged else ()
-    with build.tests_built(compiler, sanitizer, impl, exercise.name, request.werror, limits.build_timeout_seconds,
-                           request.slot, program, only) as (binary, built):
-        macros.start()
+    with build.tests_built(*_build_args(request, compiler, sanitizer, stages, program, limits)) as (binary, built):
         error = built.first_error(focus)
         summary = BuildSummary(built.ok, built.seconds, error, built.warnings_in(focus)[:5], built.problem)
+        macros.start(binary.parent, binary.name)   # a header that breaks the build by tampering is told so too
         if not built.ok:
             return [StageResult(s.number, s.suite, s.title, s.goal, StageStatus.NOT_BUILT) for s in stages], summary, False
+        if not program:
+            prebuilds.after(compiler, sanitizer, program)
         listed = time.monotonic()
         expected = expected_tests(binary.parent, exercise, impl, stages, limits, program)
         summary.seconds += time.monotonic() - listed  # the listing build, when the tests changed

@@ -3,8 +3,10 @@
 // sharing, no cache, no memory limit). The budget of KV blocks is tight, so that requests
 // are preempted and recomputed and cached blocks are evicted: the paths where a block given
 // to the wrong request, or freed while still in use, shows up as a wrong token.
-#include "kv_cache_manager.hpp"
-
+//
+// This file does not include your header: the engine reaches your manager through
+// judge/engine/paged_manager.cpp alone, so an edit of your header recompiles that file, not
+// the engine.
 #include <vector>
 
 #include "alloclab_test.hpp"
@@ -32,7 +34,7 @@ const Outputs& plain_outputs() {
 struct Served {
   Outputs outputs;
   RunStats stats;
-  alloclab::PrefixCacheStats manager;
+  KvCacheStats manager;
   int blocks_in_use;
   std::size_t live_sequences;
 };
