@@ -108,8 +108,10 @@ def _build_args(request: Request, compiler: str, sanitizer: str, stages: list[St
     exercise = request.exercise
     held = stages if request.compile_only_judged else \
         [s for s in exercise.stages if sanitizer in s.sanitizers and s.program == program]
+    def list_beside(tree: Path) -> str:   # the first build of a tree builds its list_ twin with it
+        return listing.to_build(tree, exercise, request.impl, program)
     return (compiler, sanitizer, request.impl, exercise.name, request.werror, limits.build_timeout_seconds,
-            request.slot, program, only_stages(exercise, held, program))
+            request.slot, program, only_stages(exercise, held, program), list_beside)
 
 
 def judge(request: Request, limits: Limits) -> Verdict:

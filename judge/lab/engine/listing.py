@@ -55,9 +55,8 @@ def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits: Limits, p
     cache = tree / f"tests-{name}.json"
     stamp = _stamp(exercise) + ([_file_stamp(binary)] if impl.kind == "solutions" else [])
     kept, shared_stamp = _shared(tree, name, stamp, impl.kind == "solutions")
-    for path, wanted in ((cache, stamp), *((p, shared_stamp) for p in kept)):
-        if (tests := _read(path, wanted)) and (binary.is_file() or path != cache):
-            return tests
+    if (tests := _listed(tree, exercise, impl, program)) is not None:
+        return tests
     if impl.kind != "solutions" and not build.build(tree, binary.name, limits.build_timeout_seconds).ok:
         return None
     listed = process.run([str(binary), "--gtest_list_tests"], cwd=tree, timeout=limits.test_timeout_seconds,
@@ -69,6 +68,27 @@ def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits: Limits, p
     if kept:
         _write(kept[0], shared_stamp, tests)
     return tests
+
+
+def to_build(tree: Path, exercise: Exercise, impl: build.Impl, program: str = "") -> str:
+    """The list_ target `tests_of` will build in `tree`, or "" when a list it can trust is kept:
+    the judge builds it with the test binary, in one build that keeps both cores busy."""
+    if impl.kind == "solutions" or _listed(tree, exercise, impl, program) is not None:
+        return ""
+    return f"list_{build.program_name(exercise.name, program)}"
+
+
+def _listed(tree: Path, exercise: Exercise, impl: build.Impl, program: str) -> list[str] | None:
+    """The list kept for the program, in the tree or shared, when it is still true."""
+    name = build.program_name(exercise.name, program)
+    binary = tree / (f"test_{name}" if impl.kind == "solutions" else f"list_{name}")
+    cache = tree / f"tests-{name}.json"
+    stamp = _stamp(exercise) + ([_file_stamp(binary)] if impl.kind == "solutions" else [])
+    kept, shared_stamp = _shared(tree, name, stamp, impl.kind == "solutions")
+    for path, wanted in ((cache, stamp), *((p, shared_stamp) for p in kept)):
+        if (tests := _read(path, wanted)) and (binary.is_file() or path != cache):
+            return tests
+    return None
 
 
 def _shared(tree: Path, name: str, stamp: list[str], from_test_binary: bool) -> tuple[list[Path], list[str]]:
