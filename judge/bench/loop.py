@@ -55,8 +55,8 @@ class Kit:
                    COMPILE_ERROR: root / "solutions" / folder_of / exercise.header,
                    FAILING: root / "exercises" / folder_of / exercise.header}
         self.bases = {kind: path.read_text(encoding="utf-8").splitlines() for kind, path in sources.items()}
-        tree = build.tree_dir(compiler, "asan", build.Impl("source", self.header), "loop").name
-        self.trees = [root / "build" / tree.replace("-asan-", f"-{s}-") for s in exercise.sanitizers]
+        impl = build.Impl("source", self.header)
+        self.trees = [root / "build" / build.tree_dir(compiler, s, impl, "loop").name for s in exercise.sanitizers]
         self.fresh = not (root / "build").exists()
 
 

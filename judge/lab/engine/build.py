@@ -163,8 +163,8 @@ def tests_built(compiler: str, sanitizer: str, impl: Impl, exercise_name: str, w
     target = f"test_{program_name(exercise_name, program)}"
     extra = {"ALLOCLAB_ONLY_STAGES": ";".join(map(str, only_stages))}
     with locked(tree):
-        failed = configure(tree, compiler, sanitizer, impl, exercise_name, werror, timeout, extra)
-        yield tree / target, failed or build(tree, target, timeout, beside(tree) if beside else "")
+        yield tree / target, configure_and_build(tree, target, compiler, sanitizer, impl, exercise_name, werror,
+                                                 timeout, extra, beside)
 
 
 def include_dirs(tree: Path, target: str) -> list[Path]:
@@ -175,8 +175,8 @@ def include_dirs(tree: Path, target: str) -> list[Path]:
     except (OSError, ValueError):
         return []
     for command in commands:
-        if f"CMakeFiles/{target}.dir/" in command.get("output", command.get("command", "")):
-            words = shlex.split(command.get("command", ""))
+        if f"CMakeFiles/{target}.dir/" in command.get("command", ""):
+            words = shlex.split(command["command"])
             return [Path(w[2:] or nxt) for w, nxt in zip(words, words[1:] + [""]) if w.startswith("-I")]
     return []
 
@@ -201,10 +201,12 @@ class Slots:
 
 
 def configure_and_build(tree: Path, target: str, compiler: str, sanitizer: str, impl: Impl, exercise_name: str,
-                        werror: bool, timeout: float, extra: dict[str, str] | None = None) -> BuildResult:
-    """Builds `target` in a tree configured as asked, configuring it first when it is not."""
+                        werror: bool, timeout: float, extra: dict[str, str] | None = None,
+                        beside: Callable[[Path], str] | None = None) -> BuildResult:
+    """Builds `target` in a tree configured as asked, configuring it first when it is not (and
+    `beside`'s target with it, see tests_built)."""
     failed = configure(tree, compiler, sanitizer, impl, exercise_name, werror, timeout, extra)
-    return failed or build(tree, target, timeout)
+    return failed or build(tree, target, timeout, beside(tree) if beside else "")
 
 
 def build(tree: Path, target: str, timeout: float, beside: str = "") -> BuildResult:

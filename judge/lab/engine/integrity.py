@@ -107,14 +107,9 @@ def _header_key(compiler: str, header: Path, include_dirs: list[Path]) -> str:
     its line numbers. Every file it includes from its own folder or the build's is in the digest
     whole, as are the compiler and GoogleTest by their stamps."""
     digest = hashlib.sha256(_framework_stamp(compiler).encode())
-    try:
-        text = header.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    directives = _directives(header)
+    if directives is None:
         return ""
-    if "_Pragma" in text or "__COUNTER__" in text:
-        return ""
-    lines = text.replace("\\\r\n", "").replace("\\\n", "").splitlines()
-    directives = [(i, line) for i, line in enumerate(lines) if "#" in line or "%:" in line]
     numbered = any("__LINE__" in line for _, line in directives)
     for i, line in directives:
         digest.update(f"{i if numbered else ''}\0{line}\n".encode())
@@ -153,13 +148,22 @@ def _included_files(header: Path, directives: list[str], include_dirs: list[Path
                 if path.is_file():
                     if path not in found and path != header.resolve():
                         found.add(path)
-                        try:
-                            text = path.read_text(encoding="utf-8", errors="replace")
-                        except OSError:
+                        if (more := _directives(path)) is None:
                             return None
-                        if "_Pragma" in text or "__COUNTER__" in text:
-                            return None
-                        spliced = text.replace("\\\r\n", "").replace("\\\n", "").splitlines()
-                        pending.append((path, [x for x in spliced if "#" in x or "%:" in x]))
+                        pending.append((path, [line for _, line in more]))
                     break
     return found
+
+
+def _directives(path: Path) -> list[tuple[int, str]] | None:
+    """The logical lines of a file (numbered, after line splicing) that may be directives: every
+    line with a `#` or `%:` on it. None when the file cannot be read, or uses `_Pragma` or
+    `__COUNTER__`, which change macros from the code between the directives."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if "_Pragma" in text or "__COUNTER__" in text:
+        return None
+    lines = text.replace("\\\r\n", "").replace("\\\n", "").splitlines()
+    return [(i, line) for i, line in enumerate(lines) if "#" in line or "%:" in line]

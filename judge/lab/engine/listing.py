@@ -50,45 +50,49 @@ def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits: Limits, p
     """Every test of the exercise's program, from the trusted build in `tree` (built here when the
     tests changed since it was last listed, and no other tree of the same compiler and
     instrumentation has listed them), or None when it cannot be built or read."""
-    name = build.program_name(exercise.name, program)
-    binary = tree / (f"test_{name}" if impl.kind == "solutions" else f"list_{name}")
-    cache = tree / f"tests-{name}.json"
-    stamp = _stamp(exercise) + ([_file_stamp(binary)] if impl.kind == "solutions" else [])
-    kept, shared_stamp = _shared(tree, name, stamp, impl.kind == "solutions")
-    if (tests := _listed(tree, exercise, impl, program)) is not None:
+    where = _Lists(tree, exercise, impl, program)
+    if (tests := where.kept()) is not None:
         return tests
-    if impl.kind != "solutions" and not build.build(tree, binary.name, limits.build_timeout_seconds).ok:
+    if impl.kind != "solutions" and not build.build(tree, where.binary.name, limits.build_timeout_seconds).ok:
         return None
-    listed = process.run([str(binary), "--gtest_list_tests"], cwd=tree, timeout=limits.test_timeout_seconds,
+    listed = process.run([str(where.binary), "--gtest_list_tests"], cwd=tree, timeout=limits.test_timeout_seconds,
                         keep_bytes=4_000_000)
     tests = parse(listed.stdout.text())
     if listed.returncode != 0 or listed.stdout.truncated or not tests:
         return None
-    _write(cache, stamp, tests)
-    if kept:
-        _write(kept[0], shared_stamp, tests)
+    _write(where.cache, where.stamp, tests)
+    if where.shared:
+        _write(where.shared[0], where.shared_stamp, tests)
     return tests
 
 
 def to_build(tree: Path, exercise: Exercise, impl: build.Impl, program: str = "") -> str:
     """The list_ target `tests_of` will build in `tree`, or "" when a list it can trust is kept:
     the judge builds it with the test binary, in one build that keeps both cores busy."""
-    if impl.kind == "solutions" or _listed(tree, exercise, impl, program) is not None:
+    if impl.kind == "solutions" or _Lists(tree, exercise, impl, program).kept() is not None:
         return ""
     return f"list_{build.program_name(exercise.name, program)}"
 
 
-def _listed(tree: Path, exercise: Exercise, impl: build.Impl, program: str) -> list[str] | None:
-    """The list kept for the program, in the tree or shared, when it is still true."""
-    name = build.program_name(exercise.name, program)
-    binary = tree / (f"test_{name}" if impl.kind == "solutions" else f"list_{name}")
-    cache = tree / f"tests-{name}.json"
-    stamp = _stamp(exercise) + ([_file_stamp(binary)] if impl.kind == "solutions" else [])
-    kept, shared_stamp = _shared(tree, name, stamp, impl.kind == "solutions")
-    for path, wanted in ((cache, stamp), *((p, shared_stamp) for p in kept)):
-        if (tests := _read(path, wanted)) and (binary.is_file() or path != cache):
-            return tests
-    return None
+class _Lists:
+    """Where a program's list of tests comes from in `tree` (the binary that lists them) and is
+    kept (the tree's own file, and the files shared by the trees of its compiler and
+    instrumentation), with what each depends on."""
+
+    def __init__(self, tree: Path, exercise: Exercise, impl: build.Impl, program: str):
+        name = build.program_name(exercise.name, program)
+        from_test_binary = impl.kind == "solutions"
+        self.binary = tree / (f"test_{name}" if from_test_binary else f"list_{name}")
+        self.cache = tree / f"tests-{name}.json"
+        self.stamp = _stamp(exercise) + ([_file_stamp(self.binary)] if from_test_binary else [])
+        self.shared, self.shared_stamp = _shared(tree, name, self.stamp, from_test_binary)
+
+    def kept(self) -> list[str] | None:
+        """The list kept for the program, in the tree or shared, when it is still true."""
+        for path, wanted in ((self.cache, self.stamp), *((p, self.shared_stamp) for p in self.shared)):
+            if (tests := _read(path, wanted)) and (self.binary.is_file() or path != self.cache):
+                return tests
+        return None
 
 
 def _shared(tree: Path, name: str, stamp: list[str], from_test_binary: bool) -> tuple[list[Path], list[str]]:
