@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +25,12 @@ namespace alloclab::engine {
 /// exercise 07's BlockCopy, as the engine receives it.
 struct KvCopy {
   int src, dst;
+};
+
+/// A call of the learner's manager that threw: the message names the call, its arguments and
+/// the exception, so that `serve` can say what happened instead of crashing.
+struct ManagerError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 /// What a manager's prefix cache did (exercise 07's PrefixCacheStats, as the engine keeps it).
@@ -47,12 +54,20 @@ class BlockManager {
   virtual void fork(int parent, int child, std::vector<KvCopy>& copies) = 0;
   virtual void release(int seq) = 0;
   [[nodiscard]] virtual std::span<const int> block_table(int seq) const = 0;
+  /// Where token `position` of `seq` lives in the KV buffer, counted in tokens: the engine
+  /// writes each row's K and V where this says, and attention reads them back through
+  /// `block_table`, so a slot that disagrees with the table shows as a wrong token.
+  [[nodiscard]] virtual int slot(int seq, int position) const = 0;
   [[nodiscard]] virtual int num_free_blocks() const = 0;  // idle, plus cached blocks no request uses
   [[nodiscard]] virtual int num_idle_blocks() const = 0;  // idle in the pool
   [[nodiscard]] virtual KvCacheStats stats() const = 0;
   [[nodiscard]] virtual int held_blocks(int seq) const = 0;  // every block the sequence keeps, spares included
   /// Whether a sequence takes blocks as it grows (and so may find none left, and be preempted).
   [[nodiscard]] virtual bool grows() const = 0;
+  /// What is wrong once every sequence the engine made (ids 0 to `sequences` - 1) is released:
+  /// a sequence still known, a block neither free nor cached, counts that disagree. Empty when
+  /// nothing is: a block lost here is KV memory lost for the life of the server.
+  [[nodiscard]] virtual std::string audit(int sequences) const = 0;
 };
 
 /// `paged` (caching off) and `prefix` (caching on): exercise 07's KVCacheManager, blocks taken
@@ -82,7 +97,7 @@ class ReserveManager final : public BlockManager {
   }
   int blocks_to_admit(int, int max_tokens, int samples) const override { return blocks_for(max_tokens) * samples; }
   bool append_token(int seq, int, std::vector<KvCopy>&) override {
-    Seq& s = seqs_.at(seq);
+    Seq& s = known(seq);
     if (s.tokens == static_cast<int>(s.table.size()) * block_tokens_) {  // past its reservation: cannot happen
       auto more = pool_.allocate(1);
       if (!more) return false;
@@ -94,7 +109,7 @@ class ReserveManager final : public BlockManager {
   /// The child takes its reservation, set aside at admission, and a copy of the parent's KV:
   /// without block sharing, a parallel sample starts as a full copy.
   void fork(int parent, int child, std::vector<KvCopy>& copies) override {
-    Seq& p = seqs_.at(parent);
+    Seq& p = known(parent);
     const auto per = p.table.size();
     if (p.spare.size() < per) throw std::logic_error("ReserveManager::fork: no reservation left for the child");
     Seq c;
@@ -108,19 +123,33 @@ class ReserveManager final : public BlockManager {
   }
   void release(int seq) override {
     const auto it = seqs_.find(seq);
+    if (it == seqs_.end()) unknown(seq);
     for (auto b = it->second.spare.rbegin(); b != it->second.spare.rend(); ++b) pool_.release(*b);
     for (auto b = it->second.table.rbegin(); b != it->second.table.rend(); ++b) pool_.release(*b);
     seqs_.erase(it);
   }
-  std::span<const int> block_table(int seq) const override { return seqs_.at(seq).table; }
+  std::span<const int> block_table(int seq) const override { return known(seq).table; }
+  int slot(int seq, int position) const override {
+    const Seq& s = known(seq);
+    if (position < 0 || position >= s.tokens)
+      throw std::out_of_range("ReserveManager::slot: position " + std::to_string(position) + " of a sequence of " +
+                              std::to_string(s.tokens) + " tokens");
+    return s.table[static_cast<std::size_t>(position / block_tokens_)] * block_tokens_ + position % block_tokens_;
+  }
   int num_free_blocks() const override { return pool_.num_free(); }
   int num_idle_blocks() const override { return pool_.num_free(); }
   KvCacheStats stats() const override { return {0, 0, 0, copies_}; }
   int held_blocks(int seq) const override {
-    const Seq& s = seqs_.at(seq);
+    const Seq& s = known(seq);
     return static_cast<int>(s.table.size() + s.spare.size());
   }
   bool grows() const override { return false; }
+  std::string audit(int) const override {
+    if (!seqs_.empty()) return std::to_string(seqs_.size()) + " sequences still hold their reservations";
+    if (pool_.num_free() != pool_.num_blocks())
+      return std::to_string(pool_.num_blocks() - pool_.num_free()) + " blocks were never given back to the pool";
+    return {};
+  }
 
  private:
   struct Seq {
@@ -129,6 +158,20 @@ class ReserveManager final : public BlockManager {
     std::vector<int> spare;  // the reservations of the samples still to fork
   };
   int blocks_for(int tokens) const { return (tokens + block_tokens_ - 1) / block_tokens_; }
+  // An unknown id throws std::invalid_argument, as exercise 07's manager does.
+  Seq& known(int seq) {
+    const auto it = seqs_.find(seq);
+    if (it == seqs_.end()) unknown(seq);
+    return it->second;
+  }
+  const Seq& known(int seq) const {
+    const auto it = seqs_.find(seq);
+    if (it == seqs_.end()) unknown(seq);
+    return it->second;
+  }
+  [[noreturn]] static void unknown(int seq) {
+    throw std::invalid_argument("ReserveManager: unknown sequence " + std::to_string(seq));
+  }
 
   BlockPool pool_;
   int block_tokens_;

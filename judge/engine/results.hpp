@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace alloclab::engine {
@@ -29,6 +30,7 @@ struct RunStats {
   double kv_utilization = 0;
   std::size_t copies = 0, device_mallocs = 0;
   double heap_allocations_per_step = 0;
+  std::string leak;  // what the block manager still held once every request was done; empty when nothing
   std::vector<StepRecord> timeline;
 };
 

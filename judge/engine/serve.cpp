@@ -4,6 +4,10 @@
 //   alloclab_serve [--trace chat|tiny] [--manager prefix|paged|reserve] [--model default|tiny]
 //                  [--kv-blocks N] [--no-plain] [--progress]
 //
+// Exit status 0 with the JSON object; 2 when an argument is refused (a line on standard error
+// says why); 3 when the run stopped (a block manager threw, or the engine's own check of its
+// answers failed: standard error says which call and why).
+//
 // Heap allocations are counted here, by replacing the global operator new: the engine's
 // headers do not know about it, they only read the counter through a function pointer.
 #include <atomic>
@@ -76,11 +80,6 @@ void print_progress(int finished, int total) {
   std::exit(2);
 }
 
-/// The KV budget of the default runs, in blocks. `chat`: 102 blocks of 16 tokens, tight enough
-/// that requests queue and the paged managers preempt, with room for exactly the largest request under
-/// `reserve` (three samples of its prompt, each provisioned for 256 new tokens): blocks_needed()
-/// below refuses a budget that has not.
-int default_kv_blocks(std::string_view trace) { return trace == "tiny" ? 24 : 102; }
 int block_tokens_for(std::string_view trace) { return trace == "tiny" ? 4 : 16; }
 
 /// The blocks the largest request of the trace needs on its own under `manager`: a budget
@@ -95,6 +94,47 @@ int blocks_needed(const Trace& t, ManagerKind k, int block_tokens) {
     most = std::max(most, need);
   }
   return most;  // with nothing running, the engine admits without a watermark
+}
+
+/// The KV budget of the default runs, in blocks: exactly what the trace's largest request needs
+/// under `reserve` (for `chat`, three samples of its prompt, each provisioned for 256 new tokens),
+/// tight enough that requests queue and the paged managers preempt. Every manager can serve the
+/// trace on it, so that --compare sets them side by side on one budget; blocks_needed()
+/// refuses a smaller one.
+int default_kv_blocks(const Trace& t, int block_tokens) { return blocks_needed(t, ManagerKind::reserve, block_tokens); }
+
+/// A digest of every request's tokens (FNV-1a over the tokens and each sample's length): two runs
+/// that generated the same tokens have the same digest, so a caller can compare runs made with
+/// --no-plain against one that was compared with the plain engine.
+std::uint64_t tokens_digest(const Outputs& outputs) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 0x100000001b3ull;
+  };
+  for (const auto& request : outputs)
+    for (const auto& sample : request) {
+      mix(sample.size());
+      for (const int t : sample) mix(static_cast<std::uint32_t>(t));
+    }
+  return h;
+}
+
+/// `text` as a JSON string, quotes included.
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 void print_int_array(const char* key, const std::vector<StepRecord>& tl, auto field, bool last = false) {
@@ -145,7 +185,7 @@ int main(int argc, char** argv) {
   EngineOptions o;
   o.manager = manager;
   o.block_tokens = block_tokens_for(trace_name);
-  o.kv_blocks = kv_blocks > 0 ? kv_blocks : default_kv_blocks(trace_name);
+  o.kv_blocks = kv_blocks > 0 ? kv_blocks : default_kv_blocks(trace, o.block_tokens);
   const int needed = blocks_needed(trace, manager, o.block_tokens);
   if (o.kv_blocks < needed)
     usage("--kv-blocks " + std::to_string(o.kv_blocks) + " cannot serve the largest request of '" + std::string(trace_name) +
@@ -156,9 +196,15 @@ int main(int argc, char** argv) {
   const Model model(config);
   RunStats s;
   Outputs served;
-  {
+  try {
     ServedEngine engine(model, trace, o);
     served = engine.run(s);
+  } catch (const std::exception& e) {
+    // A manager's exception names its call (ManagerError); the engine's own checks say what they
+    // found. Either way the run is over, and standard error says why.
+    std::fprintf(stderr, "alloclab_serve: serving the %s trace with the %s manager stopped: %s\n", trace.name,
+                 manager_name(manager), e.what());
+    return 3;
   }
   RunStats p;
   const char* matches = "null";
@@ -187,8 +233,9 @@ int main(int argc, char** argv) {
     std::printf("\"plain_heap_allocations_per_step\": %.3f, ", p.heap_allocations_per_step);
   else
     std::printf("\"plain_heap_allocations_per_step\": null, ");
-  std::printf("\"matches_plain_engine\": %s, \"manager\": \"%s\", \"trace\": \"%s\", ", matches, manager_name(manager),
-              trace.name);
+  std::printf("\"tokens_digest\": \"%016" PRIx64 "\", ", tokens_digest(served));
+  std::printf("\"matches_plain_engine\": %s, \"leak\": %s, \"manager\": \"%s\", \"trace\": \"%s\", ", matches,
+              s.leak.empty() ? "null" : json_string(s.leak).c_str(), manager_name(manager), trace.name);
   std::printf("\"model\": {\"name\": \"%s\", \"layers\": %d, \"hidden\": %d, \"heads\": %d, \"kv_heads\": %d, "
               "\"intermediate\": %d, \"vocab\": %d, \"weight_bytes\": %zu}, ",
               config.name, config.layers, config.hidden, config.heads, config.kv_heads, config.intermediate, config.vocab,

@@ -122,23 +122,25 @@ class CachedWorkspace {
 class ServedEngine {
  public:
   ServedEngine(const Model& model, const Trace& trace, const EngineOptions& o)
-      : model_(model), trace_(trace), o_(o), layout_(KVLayout::paged(model.config(), o.block_tokens)),
-        manager_(make_manager(o.manager, o.kv_blocks, o.block_tokens)),
-        kv_(static_cast<std::size_t>(o.kv_blocks) * layout_.block_floats(model.config())),
+      : model_(model), trace_(trace), o_(checked(o, model.config(), trace)),
+        layout_(KVLayout::paged(model.config(), o_.block_tokens)),
+        manager_(make_manager(o_.manager, o_.kv_blocks, o_.block_tokens)),
+        kv_(static_cast<std::size_t>(o_.kv_blocks) * layout_.block_floats(model.config())),
         sequences_(256), arena_(kArenaBytes), ring_(kRingBytes), step_buffer_(kStepBufferBytes), caching_(device_),
-        stamp_(static_cast<std::size_t>(o.kv_blocks), -1), filled_(static_cast<std::size_t>(o.kv_blocks), 0) {
-    if (o.kv_blocks <= 0 || o.block_tokens <= 0) throw std::invalid_argument("ServedEngine: kv_blocks and block_tokens must be positive");
+        stamp_(static_cast<std::size_t>(o_.kv_blocks), -1), filled_(static_cast<std::size_t>(o_.kv_blocks), 0) {
     outputs_.resize(trace.requests.size());
     for (std::size_t i = 0; i < trace.requests.size(); ++i) {
       outputs_[i].resize(static_cast<std::size_t>(trace.requests[i].samples));
       samples_left_.push_back(trace.requests[i].samples);
     }
-    running_.reserve(static_cast<std::size_t>(o.max_seqs) + 8);
+    running_.reserve(static_cast<std::size_t>(o_.max_seqs));
     pending_copies_.reserve(1024);
-    sampled_.resize(static_cast<std::size_t>(o.max_batch_tokens + o.max_seqs) * 3 + 64);
+    // A step samples one token per decoding sequence and one per sample of each prompt it
+    // computes; admission keeps every sequence and every sample to come within max_seqs.
+    sampled_.resize(static_cast<std::size_t>(o_.max_seqs));
     // Only a manager whose sequences take blocks as they grow needs a margin at admission;
     // one that reserves everything up front can never run out mid-generation.
-    watermark_ = manager_->grows() ? std::max(1, o.kv_blocks * o.watermark_percent / 100) : 0;
+    watermark_ = manager_->grows() ? std::max(1, o_.kv_blocks * o_.watermark_percent / 100) : 0;
   }
 
   ServedEngine(const ServedEngine&) = delete;
@@ -163,6 +165,9 @@ class ServedEngine {
     }
     stop_runner(runner);
     stats = stats_;
+    stats.leak = manager_->audit(next_id_);
+    if (stats.leak.empty() && sequences_.live() != 0)
+      stats.leak = std::to_string(sequences_.live()) + " sequence objects are still alive";
     stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     stats.cpu_seconds = process_cpu_seconds() - cpu_start;
     stats.requests = static_cast<int>(trace_.requests.size());
@@ -193,6 +198,25 @@ class ServedEngine {
   }
 
   static constexpr std::size_t kArenaBytes = 4 << 20, kRingBytes = 16 << 20, kStepBufferBytes = 64 << 10;
+
+  /// The options, refused before any member is built from them when they cannot serve `trace`.
+  static const EngineOptions& checked(const EngineOptions& o, const ModelConfig& c, const Trace& trace) {
+    if (o.kv_blocks <= 0 || o.block_tokens <= 0 || o.max_batch_tokens <= 0 || o.max_seqs <= 0)
+      throw std::invalid_argument("ServedEngine: kv_blocks, block_tokens, max_batch_tokens and max_seqs must be positive");
+    for (std::size_t i = 0; i < trace.requests.size(); ++i) {
+      const TraceRequest& r = trace.requests[i];
+      const std::string which = "ServedEngine: request " + std::to_string(i) + " of the " + trace.name + " trace ";
+      if (r.prompt.empty() || r.new_tokens <= 0 || r.samples <= 0)
+        throw std::invalid_argument(which + "needs a prompt, new tokens and samples");
+      if (r.samples > o.max_seqs)
+        throw std::invalid_argument(which + "asks for " + std::to_string(r.samples) + " samples; max_seqs is " +
+                                    std::to_string(o.max_seqs));
+      if (static_cast<int>(r.prompt.size()) + r.new_tokens > c.max_positions)
+        throw std::invalid_argument(which + "reaches position " + std::to_string(r.prompt.size() + r.new_tokens - 1) +
+                                    "; the model's positions end at " + std::to_string(c.max_positions - 1));
+    }
+    return o;
+  }
 
   // ---- the scheduler thread ---------------------------------------------------------------
 
@@ -250,6 +274,7 @@ class ServedEngine {
     std::pmr::vector<Sequence*> decode(&resource), prefill(&resource);
     decode.reserve(running_.size());
     int budget = o_.max_batch_tokens, preempted = 0;
+    int forks_to_come = 0;  // the samples of this step's prompts that will fork off once computed
 
     // 1. Every running sequence decodes one token, oldest first. When no block is left, the
     //    newest running sequence is preempted (it has waited least and loses least), until
@@ -276,11 +301,13 @@ class ServedEngine {
     //    step that preempted: the memory is short). A prompt is computed whole in the step
     //    that admits it: the manager makes a prompt's blocks findable at admission, so their
     //    K and V must be written before any later step can read them through a cache hit.
-    while (preempted == 0 && !waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < o_.max_seqs) {
+    while (preempted == 0 && !waiting_.empty() && budget > 0) {
       Sequence* s = waiting_.front();
       const int len = static_cast<int>(s->tokens.size());
       const int max_tokens = s->prompt_len + trace_.max_new_tokens;
       const int samples = s->forks_pending;
+      // Each sample runs as a sequence of its own once the prompt is computed: all count.
+      if (static_cast<int>(running_.size()) + forks_to_come + samples > o_.max_seqs) break;
       if (!running_.empty() &&
           manager_->num_free_blocks() - manager_->blocks_to_admit(len, max_tokens, samples) < watermark_)
         break;
@@ -297,6 +324,7 @@ class ServedEngine {
       hit_tokens_ += static_cast<std::size_t>(*cached);
       running_.push_back(s);
       prefill.push_back(s);
+      forks_to_come += samples - 1;
       budget -= len - *cached;
     }
     if (decode.empty() && prefill.empty()) {
@@ -377,8 +405,15 @@ class ServedEngine {
     int* logit_rows = arena_.alloc_array<int>(static_cast<std::size_t>(nseq));
     auto* jobs = arena_.alloc_array<detail::SampleJob>(static_cast<std::size_t>(nseq));
     int row = 0, t = 0, si = 0, out = 0;
+    const int slot_end = o_.kv_blocks * o_.block_tokens;
     auto add_seq = [&](const Sequence* s, int from) {
       const std::span<const int> table = manager_->block_table(s->id);
+      // Attention reads the KV through these numbers: one outside the buffer would read memory
+      // that is not KV at all, so the engine refuses it before the model runs.
+      for (const int b : table)
+        if (b < 0 || b >= o_.kv_blocks)
+          throw std::logic_error("ServedEngine: block_table(" + std::to_string(s->id) + ") lists block " + std::to_string(b) +
+                                 ", outside the " + std::to_string(o_.kv_blocks) + " blocks of the KV buffer");
       table_at[si] = t;
       std::copy(table.begin(), table.end(), tables + t);
       t += static_cast<int>(table.size());
@@ -386,8 +421,13 @@ class ServedEngine {
       for (int p = from; p < len; ++p, ++row) {
         tokens[row] = s->tokens[static_cast<std::size_t>(p)];
         positions[row] = p;
-        // The slot mapping: block table entry, then offset in the block.
-        slots[row] = table[static_cast<std::size_t>(p / o_.block_tokens)] * o_.block_tokens + p % o_.block_tokens;
+        // The slot mapping, as the manager answers it: the row's K and V are written there, and
+        // read back through the block table, so a slot and a table that disagree change a token.
+        slots[row] = manager_->slot(s->id, p);
+        if (slots[row] < 0 || slots[row] >= slot_end)
+          throw std::logic_error("ServedEngine: slot(" + std::to_string(s->id) + ", " + std::to_string(p) + ") is " +
+                                 std::to_string(slots[row]) + ", outside the KV buffer's " + std::to_string(slot_end) +
+                                 " token slots");
         seq_of_row[row] = si;
       }
       logit_rows[si] = row - 1;
@@ -400,12 +440,15 @@ class ServedEngine {
     for (const Sequence* s : prefill) add_seq(s, s->computed);
 
     // The upload (exercise 06's ring): one contiguous allocation holding every array, which
-    // the runner reads and reclaims. Waits while the runner has not reclaimed enough.
+    // the runner reads and reclaims. The runner reclaims each step's bytes before the scheduler
+    // builds the next step, so a refusal can only mean a step larger than the whole ring.
     const std::size_t ints = static_cast<std::size_t>(4 * rows + table_ints + nseq);
     const std::size_t bytes = sizeof(detail::StepInput) + nseq * (sizeof(SeqKV) + sizeof(detail::SampleJob)) +
                               ints * sizeof(int) + pending_copies_.size() * sizeof(KvCopy) + 256;
-    void* block = nullptr;
-    while ((block = ring_.allocate(bytes, 64)) == nullptr) std::this_thread::yield();
+    void* block = ring_.allocate(bytes, 64);
+    if (block == nullptr)
+      throw std::logic_error("ServedEngine: a step's inputs of " + std::to_string(bytes) + " bytes do not fit the ring of " +
+                             std::to_string(kRingBytes));
     auto* base = static_cast<std::byte*>(block);
     std::size_t at = 0;
     auto put = [&](const void* src, std::size_t n, std::size_t align) {

@@ -81,7 +81,7 @@ def _bench(p: argparse.ArgumentParser) -> None:
 
 
 def _serve(p: argparse.ArgumentParser) -> None:
-    from .learner.serve import MANAGERS, TRACES, WITH
+    from .learner.serve import MANAGERS, MODELS, TRACES, WITH
     p.add_argument("--trace", choices=TRACES, default="chat",
                    help="the requests to serve: chat (the default: hundreds of chat requests arriving over time, "
                         "sharing a few system prompts) or tiny (a handful, in seconds)")
@@ -96,6 +96,12 @@ def _serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the figures as one JSON object (with --compare, a list of one per manager)")
     p.add_argument("--out", type=Path, metavar="DIR", help="where to draw timeline.svg (default build/serve)")
+    p.add_argument("--source", metavar="FILE",
+                   help="serve with FILE in place of exercise 07's header (kv_cache_manager.hpp), whether it has "
+                        "passed or not: to see what the engine makes of any manager")
+    p.add_argument("--model", choices=MODELS, default="default",
+                   help="default (the model of the chapter's figures) or tiny (a toy model: the same trace in seconds, "
+                        "for a quick check of tokens and leaks)")
 
 
 def _exercise_list(p: argparse.ArgumentParser) -> None:

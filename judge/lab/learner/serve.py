@@ -4,16 +4,24 @@ the reference for the others, serves a built-in trace, and prints what it measur
 batching, preemptions, the prefix cache, how full the KV blocks are, the caching allocator's
 device mallocs, the heap allocations per step, and whether every request's tokens equal those
 of the plain engine (the same model with `std::vector` for everything), which is the proof that
-the allocators kept every request's memory apart. It draws the run's timeline as an SVG.
+the allocators kept every request's memory apart (the plain engine shares the model, the kernels, the
+sampler and the trace, and none of the memory management). The engine writes each token's K and V
+where the KV cache manager's `slot()` says and reads them through its block tables; once every
+request is done it checks that the manager holds nothing (`leak`). It draws the run's timeline as
+an SVG.
+
+`--source FILE` serves with FILE in place of exercise 07's header, whatever the progress file says.
 
 `--compare` serves the same trace on the same KV budget three times, with the block managers
 `reserve` (a request's whole KV taken at admission, as engines did before paging), `paged` (the
 KV cache manager with prefix caching off) and `prefix` (on), and sets them side by side.
 
 The binary's protocol: `alloclab_serve [--trace chat|tiny] [--manager prefix|paged|reserve]
-[--kv-blocks N] [--progress]` prints one JSON object on standard output and exits 0 (a bad
-argument: a line on standard error, exit 2); with --progress it writes `progress <finished>
-<total>` lines on standard error as requests finish. The object's keys are KEYS, and its
+[--model default|tiny] [--kv-blocks N] [--progress]` prints one JSON object on standard output and
+exits 0; a refused argument is a line on standard error and exit 2, a run that stopped (a manager
+threw, or the engine's check of its answers failed) a line on standard error and exit 3. With
+--progress it writes `progress <finished> <total>` lines on standard error as requests finish. The
+object is described by judge/schemas/serve-result.schema.json: its keys are KEYS, and its
 `timeline` holds the equal-length lists TIMELINE, one entry per engine step."""
 from __future__ import annotations
 
@@ -38,6 +46,7 @@ TARGET = "alloclab_serve"
 OUT = ROOT / "build" / "serve"
 TRACES = ("chat", "tiny")
 MANAGERS = ("prefix", "paged", "reserve")
+MODELS = ("default", "tiny")
 COMPARED = ("reserve", "paged", "prefix")      # --compare's order: before paging, paging, paging with a cache
 WITH = ("yours", "reference")
 COMPILER = "clang"
@@ -46,9 +55,12 @@ STDOUT_BYTES = 64 << 20                        # a long trace's timeline is a fe
 # What the binary prints: every key is there (the plain engine's figures are null with --no-plain).
 NUMBERS = ("requests", "finished", "generated_tokens", "tokens_per_second", "mean_batch", "peak_running",
            "preemptions", "prefix_hit_rate", "kv_utilization", "copies", "device_mallocs",
-           "heap_allocations_per_step", "kv_blocks", "block_tokens", "steps", "seconds")
+           "heap_allocations_per_step", "kv_blocks", "block_tokens", "steps", "seconds", "cpu_seconds",
+           "tokens_per_cpu_second")
 NULLABLE = ("plain_heap_allocations_per_step",)
-KEYS = (*NUMBERS, *NULLABLE, "matches_plain_engine", "manager", "trace", "model", "timeline")
+KEYS = (*NUMBERS, *NULLABLE, "tokens_digest", "matches_plain_engine", "leak", "manager", "trace", "model",
+        "timeline")
+SCHEMA = ROOT / "judge" / "schemas" / "serve-result.schema.json"
 TIMELINE = ("running_blocks", "cached_blocks", "free_blocks", "batch", "preempted", "reserved_bytes",
             "allocated_bytes")
 
@@ -60,13 +72,20 @@ PREFIX_OVER_PAGED = 1.2
 PAGED_UTILIZATION = 0.9
 
 
+# How a run of the engine ended, when it did not print its object (ServeError.ending).
+CRASHED, STOPPED, TIMED_OUT = "crashed", "stopped", "timed out"
+
+
 class ServeError(Exception):
     """The engine could not be built or run, or said something that cannot be read: the message
-    says what happened and what to do; `yours` is True when the learner's code is to blame."""
+    says what happened and what to do; `yours` is True when the learner's code is to blame, and
+    `ending` is CRASHED, STOPPED (exit 3: a manager threw, or the engine's check failed) or
+    TIMED_OUT when the run ended that way."""
 
-    def __init__(self, message: str, yours: bool = False):
+    def __init__(self, message: str, yours: bool = False, ending: str = ""):
         super().__init__(message)
         self.yours = yours
+        self.ending = ending
 
 
 # ---- whose header ---------------------------------------------------------------------------
@@ -77,10 +96,40 @@ class Source:
     exercise: Exercise
     yours: bool
     why: str = ""        # why the reference stands in for the learner's header, when it does
+    file: Path | None = None   # --source: this file stands in for the header
 
     @property
     def folder(self) -> Path:
         return ROOT / ("exercises" if self.yours else "solutions") / self.exercise.name
+
+    @property
+    def header(self) -> Path:
+        return self.file if self.file is not None else self.folder / self.exercise.header
+
+
+SOURCE_TREE = "source"   # --source builds in build/serve-source
+MANAGER_HEADER = "kv_cache_manager.hpp"   # the exercise whose header --source replaces
+
+
+def stand_in(where: Path, exercise: Exercise, file: Path) -> Path:
+    """A folder of the tree `where` holding a one-line header under the exercise's header name
+    that includes `file`: the engine's build finds it where it looks, and compiler messages and
+    dependency tracking point at `file` itself. Rewritten only when it changes: another file in
+    its place recompiles the one engine file that includes it, without configuring the tree again."""
+    folder = where / "stand-in" / exercise.name
+    header = folder / exercise.header
+    text = f'#include "{file.resolve()}"\n'
+    if not header.is_file() or header.read_text(encoding="utf-8") != text:
+        folder.mkdir(parents=True, exist_ok=True)
+        header.write_text(text, encoding="utf-8")
+    return folder
+
+
+def with_source(catalog: Catalog, chosen: list[Source], file: Path) -> list[Source]:
+    """`chosen`, with `file` in place of the serving exercise's header (--source)."""
+    if not file.is_file():
+        raise UsageError(f"--source {file}: no such file")
+    return [Source(s.exercise, True, "", file) if s.exercise.header == MANAGER_HEADER else s for s in chosen]
 
 
 def sources(catalog: Catalog, progress: Progress, with_: str) -> list[Source]:
@@ -103,10 +152,11 @@ def sources(catalog: Catalog, progress: Progress, with_: str) -> list[Source]:
     return chosen
 
 
-def cache_variables(chosen: list[Source]) -> dict[str, str]:
+def cache_variables(chosen: list[Source], where: Path) -> dict[str, str]:
     """-DALLOCLAB_SERVE_<NN>=<folder> for every exercise, the reference's too: a tree that once
     built a learner's header must not keep it in its cache after that header stops passing."""
-    return {f"ALLOCLAB_SERVE_{s.exercise.id:02d}": str(s.folder) for s in chosen}
+    return {f"ALLOCLAB_SERVE_{s.exercise.id:02d}": str(stand_in(where, s.exercise, s.file) if s.file else s.folder)
+            for s in chosen}
 
 
 def whose(chosen: list[Source]) -> dict[str, str]:
@@ -119,6 +169,10 @@ def describe(chosen: list[Source]) -> str:
     mine = [s for s in chosen if s.yours]
     theirs = [s for s in chosen if not s.yours]
     lines = []
+    given = [s for s in mine if s.file is not None]
+    mine = [s for s in mine if s.file is None]
+    if given:
+        lines.append("; ".join(f"{shown(s.file)} as {s.exercise.id:02d}'s {s.exercise.header}" for s in given))
     if mine:
         lines.append("your headers: " + ", ".join(f"{s.exercise.id:02d} {s.exercise.header}" for s in mine))
     if theirs and not mine and all(s.why == "asked for" for s in theirs):
@@ -143,14 +197,14 @@ def require_sources() -> None:
                          "of the kit (`git pull`)")
 
 
-def build_engine(catalog: Catalog, with_: str, chosen: list[Source], compiler: str = COMPILER) -> Path:
-    """Configures build/serve-<with> as a release tree with the chosen headers and builds the
+def build_engine(catalog: Catalog, name: str, chosen: list[Source], compiler: str = COMPILER) -> Path:
+    """Configures build/serve-<name> as a release tree with the chosen headers and builds the
     engine in it; its path, or ServeError."""
     require_sources()
-    where = tree(with_)
+    where = tree(name)
     with build.locked(where):
         built = build.configure_and_build(where, TARGET, compiler, "release", build.Impl("solutions"), "", False,
-                                          catalog.limits.build_timeout_seconds, cache_variables(chosen))
+                                          catalog.limits.build_timeout_seconds, cache_variables(chosen, where))
     if built.ok:
         return where / TARGET
     raise ServeError(*compile_problem(built, chosen))
@@ -160,11 +214,15 @@ def compile_problem(built: build.BuildResult, chosen: list[Source]) -> tuple[str
     """What a failed build says, as `test` says it: the first error, in a learner's header when
     there is one there, with the line the compiler quotes; and whether the learner's code is to blame."""
     errors = [d for d in built.diagnostics if d.severity == "error"]
-    mine = {s.exercise.exercise_file.resolve(): s for s in chosen if s.yours}
+    mine = {s.header.resolve(): s for s in chosen if s.yours}
     for d in errors:
         source = mine.get(_resolved(d.file))
         if source:
             ex = source.exercise
+            if source.file is not None:
+                return "\n".join([f"{shown(source.file)} does not compile in the engine as exercise {ex.id:02d}'s "
+                                  f"{ex.header}:", f"  {d.where()}: error: {d.message}",
+                                  *("  " + c for c in d.context)]), True
             lines = [f"Your {ex.header} (exercise {ex.id:02d}) does not compile in the engine:",
                      f"  {d.where()}: error: {d.message}", *("  " + c for c in d.context),
                      f"  It passed its tests, so the engine uses it in a way they do not: fix it and run "
@@ -229,9 +287,14 @@ def _is_terminal(stream) -> bool:
 
 
 def run(binary: Path, trace: str, manager: str, timeout: float, kv_blocks: int | None = None,
-        bar: ProgressBar | None = None, blame_learner: bool = False) -> dict:
-    """Runs the engine once and returns its JSON object, checked; ServeError when it fails."""
-    argv = [str(binary), "--trace", trace, "--manager", manager, "--progress"]
+        bar: ProgressBar | None = None, blame_learner: bool = False, model: str = "default",
+        plain: bool = True) -> dict:
+    """Runs the engine once and returns its JSON object, checked; ServeError when it fails. With
+    `plain` False the plain engine is not run (matches_plain_engine is null): compare
+    `tokens_digest` with a run that was compared."""
+    argv = [str(binary), "--trace", trace, "--manager", manager, "--model", model, "--progress"]
+    if not plain:
+        argv.append("--no-plain")
     if kv_blocks is not None:
         argv += ["--kv-blocks", str(kv_blocks)]
     try:
@@ -249,13 +312,17 @@ def run(binary: Path, trace: str, manager: str, timeout: float, kv_blocks: int |
                 else "")
     if result.timed_out:
         raise ServeError(f"the serving engine did not finish the {trace} trace in {timeout:g} s (the limit "
-                         f"bench_timeout_seconds of judge/catalog.toml){suspects}{said}", blame_learner)
+                         f"bench_timeout_seconds of judge/catalog.toml){suspects}{said}", blame_learner, TIMED_OUT)
     if result.signal_name:
         raise ServeError(f"the serving engine crashed ({result.signal_name}) serving the {trace} trace with the "
-                         f"{manager} manager{suspects}{said}", blame_learner)
+                         f"{manager} manager{suspects}{said}", blame_learner, CRASHED)
     if result.returncode == 2:
-        raise ServeError(f"the serving engine refused its arguments ({' '.join(argv[1:])}): this judge and "
-                         f"judge/engine/serve.cpp disagree{said}")
+        disagree = ": this judge and judge/engine/serve.cpp disagree" if "unknown argument" in said else ""
+        raise ServeError(f"the serving engine refused its arguments ({' '.join(argv[1:])}){disagree}{said}")
+    if result.returncode == 3:
+        raise ServeError(f"the serving engine stopped serving the {trace} trace with the {manager} manager "
+                         f"({'a KV cache manager threw, or ' if manager != 'reserve' else ''}the engine's check of "
+                         f"its answers failed){suspects}{said}", blame_learner, STOPPED)
     if result.returncode != 0:
         raise ServeError(f"the serving engine failed (exit status {result.returncode}) serving the {trace} trace "
                          f"with the {manager} manager{suspects}{said}", blame_learner)
@@ -283,6 +350,10 @@ def parse(text: str) -> dict:
         raise ValueError(f"{key} is {value!r}, not a number")
     if data["matches_plain_engine"] not in (True, False, None):
         raise ValueError(f"matches_plain_engine is {data['matches_plain_engine']!r}, not true, false or null")
+    if data["leak"] is not None and not isinstance(data["leak"], str):
+        raise ValueError(f"leak is {data['leak']!r}, not a string or null")
+    if not isinstance(data["tokens_digest"], str) or not re.fullmatch(r"[0-9a-f]{16}", data["tokens_digest"]):
+        raise ValueError(f"tokens_digest is {data['tokens_digest']!r}, not 16 hexadecimal digits")
     if not isinstance(data["model"], dict):
         raise ValueError("model is not an object")
     timeline = data["timeline"]
@@ -323,6 +394,10 @@ def _matches(value) -> str:
     return {True: "yes", False: "NO", None: "not compared (--no-plain)"}[value]
 
 
+def _leak(value) -> str:
+    return "none" if value is None else "YES"
+
+
 # (label, how one result's figure is written)
 ROWS = (
     ("requests", lambda r: f"{_int(r['requests'])}" + ("" if r["finished"] == r["requests"]
@@ -339,6 +414,7 @@ ROWS = (
     ("heap allocations/step", lambda r: _per_step(r["heap_allocations_per_step"])),
     ("  the plain engine's", lambda r: _per_step(r["plain_heap_allocations_per_step"])),
     ("tokens = plain engine's", lambda r: _matches(r["matches_plain_engine"])),
+    ("blocks held at the end", lambda r: _leak(r["leak"])),
 )
 
 EXPLAINED = ("KV utilization: tokens stored ÷ the token slots of the blocks handed out, averaged over the steps. "
@@ -375,6 +451,8 @@ def summary(result: dict) -> str:
         if label.startswith("tokens ="):
             text = ui.paint(text, "green" if result["matches_plain_engine"] else
                             "red" if result["matches_plain_engine"] is False else "dim")
+        elif label.startswith("blocks held"):
+            text = ui.paint(text, "green" if result["leak"] is None else "red")
         lines.append(f"  {label:<24}{text}")
     lines.append(ui.paint(ui.indent(_wrap(EXPLAINED), "  ", max_lines=99), "dim"))
     return "\n".join(lines)
@@ -685,6 +763,23 @@ def serve_once(catalog: Catalog, trace: str, manager: str, with_: str = "referen
     return result
 
 
+TOKENS_DIFFER, LEAK, UNFINISHED = "tokens differ", "a leak", "unfinished"
+
+
+def failures(result: dict) -> dict[str, str]:
+    """What a run shows wrong with the memory, each kind (TOKENS_DIFFER, LEAK, UNFINISHED) with what
+    it found: tokens that differ from the plain engine's, blocks held once every request is done,
+    requests unfinished. Empty when nothing is."""
+    found = {}
+    if result["matches_plain_engine"] is False:
+        found[TOKENS_DIFFER] = MISMATCH
+    if result["leak"] is not None:
+        found[LEAK] = result["leak"]
+    if result["finished"] != result["requests"]:
+        found[UNFINISHED] = f"{result['requests'] - result['finished']} of {result['requests']} requests unfinished"
+    return found
+
+
 def serve_command(args, catalog: Catalog) -> bool:
     if args.compare and args.manager:
         raise UsageError("--compare serves the trace with all three managers: leave out --manager")
@@ -692,18 +787,22 @@ def serve_command(args, catalog: Catalog) -> bool:
     build.compilers_for(COMPILER)
     talk = sys.stderr if args.json else sys.stdout     # --json keeps standard output for the JSON
     out_dir = Path(args.out) if args.out else OUT
+    writable(out_dir)   # before minutes of serving, not after
     chosen = sources(catalog, Progress(), args.with_)
+    if args.source:
+        chosen = with_source(catalog, chosen, Path(args.source))
     print(ui.paint(f"Building the serving engine optimised ({build.program(COMPILER)} -O2) with "
                    + describe(chosen).replace("\n", "; and ") + "…", "dim"), file=talk, flush=True)
     blame = any(s.yours for s in chosen)
     try:
-        binary = build_engine(catalog, args.with_, chosen)
+        binary = build_engine(catalog, SOURCE_TREE if args.source else args.with_, chosen)
         managers = COMPARED if args.compare else (args.manager or "prefix",)
         results: dict[str, dict] = {}
         kv_blocks = None
         for manager in managers:
             bar = ProgressBar(f"{manager:>7}")
-            result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, kv_blocks, bar, blame)
+            result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, kv_blocks, bar, blame,
+                         args.model)
             if kv_blocks is not None and result["kv_blocks"] != kv_blocks:
                 raise ServeError(f"the serving engine was asked for {kv_blocks} KV blocks and used "
                                  f"{result['kv_blocks']} with the {manager} manager, so the managers cannot be "
@@ -738,6 +837,7 @@ def serve_command(args, catalog: Catalog) -> bool:
                        + f" (open {'them' if len(pictures) > 1 else 'it'} in a browser)", "dim"))
     wrong = [m for m, r in results.items() if r["matches_plain_engine"] is False]
     unfinished = [m for m, r in results.items() if r["finished"] != r["requests"]]
+    leaked = [(m, r["leak"]) for m, r in results.items() if r["leak"] is not None]
     if wrong:
         print(ui.paint(_wrap(f"{ui.FAIL} {', '.join(wrong)}: " + MISMATCH), "red"), file=talk)
         print(ui.indent(_wrap("Your headers are in the engine: serve `--with reference` to see the reference match, "
@@ -748,4 +848,17 @@ def serve_command(args, catalog: Catalog) -> bool:
     if unfinished:
         print(ui.paint(f"{ui.FAIL} {', '.join(unfinished)}: the engine stopped with requests unfinished.", "red"),
               file=talk)
-    return not wrong and not unfinished
+    for manager, leak in leaked:
+        print(ui.paint(_wrap(f"{ui.FAIL} {manager}: once every request was done, {leak}."), "red"), file=talk)
+    return not wrong and not unfinished and not leaked
+
+
+def writable(folder: Path) -> None:
+    """UsageError unless the timelines can be written into `folder`."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".alloclab-write-probe"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as err:
+        raise UsageError(f"--out {shown(folder)}: cannot write there ({err.strerror or err})") from None

@@ -21,8 +21,9 @@ from .. import ui
 from .lint import validate
 from ..model.catalog import ROOT, Catalog, Exercise, shown
 from ..model.errors import UsageError
+from ..model.progress import Progress
 from ..model.results import StageStatus, TestStatus, Verdict
-from .mistakes import Mistake, PatchError, materialize, mistakes
+from .mistakes import SERVING_OUTCOMES, Mistake, PatchError, materialize, mistakes
 
 # How many times in a row the reference must pass every thread stage: a flaky test shows.
 THREAD_REPEATS = 20
@@ -77,6 +78,10 @@ def check_command(args, catalog: Catalog) -> bool:
         # The engine and the docs first: each is one long job that, left to the end, would keep
         # one core busy while the other waits.
         futures = [pool.submit(_guarded, "the serving engine", lambda: [_serve(catalog)])]
+        served = [ex for ex in exercises if ex.header == serve.MANAGER_HEADER]
+        if served:
+            futures.append(pool.submit(_guarded, "the known mistakes served",
+                                       lambda: list(_served_mistakes(catalog, served[0]))))
         if not args.no_docs:
             futures.append(pool.submit(_guarded, "the learner's documentation", lambda: list(_docs(catalog))))
         futures += [pool.submit(lambda *job: [_timed(*job)], fn, catalog, ex, arg, slots) for fn, ex, arg in jobs]
@@ -290,6 +295,65 @@ def _serve(catalog: Catalog) -> Item:
         problems.append(f"{result['finished']} of {result['requests']} requests finished")
     return Item(not problems, what, "\n".join(problems), time.monotonic() - start)
 
+
+# What `serve` makes of a run, in the words of a mistake file's `Serving:` line.
+_SERVED_AS = {serve.CRASHED: "crashes", serve.STOPPED: "stopped", serve.TIMED_OUT: "hangs"}
+
+
+def _served_mistakes(catalog: Catalog, ex: Exercise):
+    """Serves every known mistake of the served exercise on the chat trace with the tiny model,
+    under `prefix` and `paged`, and proves that `serve` makes of it what its `Serving:` line says.
+    One tree, build/serve-mistakes, for all of them: each rebuilds the one engine file that
+    includes the header."""
+    chosen = serve.sources(catalog, Progress(), "reference")
+    # The reference's tokens, compared once with the plain engine's: each mistake's run is then
+    # compared with them by digest, without running the plain engine again.
+    what = f"{ex.name}: the reference served with the tiny model matches the plain engine under prefix and paged"
+    start = time.monotonic()
+    want: dict[str, str] = {}
+    try:
+        binary = serve.build_engine(catalog, "mistakes", serve.with_source(catalog, chosen, ex.solution_file))
+        for manager in MANAGERS_SERVED:
+            result = serve.run(binary, "chat", manager, SERVED_MISTAKE_SECONDS, model="tiny")
+            if serve.failures(result):
+                yield Item(False, what, f"{manager}: " + "; ".join(serve.failures(result).values()))
+                return
+            want[manager] = result["tokens_digest"]
+    except serve.ServeError as err:
+        yield Item(False, what, str(err), time.monotonic() - start)
+        return
+    yield Item(True, what, "", time.monotonic() - start)
+    for mistake in mistakes(ex):
+        start = time.monotonic()
+        what = f"{ex.name}: serving the known mistake {mistake.name} {mistake.serving}"
+        try:
+            binary = serve.build_engine(catalog, "mistakes", serve.with_source(catalog, chosen, materialize(ex, mistake)))
+        except (PatchError, serve.ServeError) as err:
+            yield Item(False, what, str(err), time.monotonic() - start)
+            continue
+        seen: dict[str, list[str]] = {}
+        for manager in MANAGERS_SERVED:
+            try:
+                result = serve.run(binary, "chat", manager, SERVED_MISTAKE_SECONDS, model="tiny", plain=False)
+                found = list(serve.failures(result))
+                if result["tokens_digest"] != want[manager]:
+                    found.append(serve.TOKENS_DIFFER)
+            except serve.ServeError as err:
+                found = [_SERVED_AS.get(err.ending, str(err))]
+            for f in found:
+                seen.setdefault(f, []).append(manager)
+            if mistake.serving in seen:
+                break   # shown: the other manager need not serve it
+        observed = "; ".join(f"{f} ({', '.join(m)})" for f, m in seen.items()) or "it passes under both managers"
+        if mistake.serving in SERVING_OUTCOMES:
+            ok = mistake.serving in seen
+        else:
+            ok = not seen
+        yield Item(ok, what, f"serve: {observed}", time.monotonic() - start)
+
+
+SERVED_MISTAKE_SECONDS = 60   # the tiny model serves the chat trace in a few seconds
+MANAGERS_SERVED = ("prefix", "paged")
 
 _IN_A_SLOT = (_skeleton, _mistake)
 

@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 from . import course
-from .mistakes import mistakes, model_problems, model_table_problems
+from ..learner.serve import MANAGER_HEADER
+from .mistakes import mistakes, model_problems, model_table_problems, serving_table_problems
 from ..model.catalog import CATALOG, HINT_LEVELS, ROOT, SANITIZERS, Catalog, Hint, shown, tests_in_source
 
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -62,6 +63,9 @@ def validate(catalog: Catalog) -> list[str]:
     quizzes included; empty when valid."""
     problems = catalog_problems(catalog) + hint_layout_problems()
     problems += model_table_problems(list(catalog.exercises), ROOT / "docs" / "authoring.md")
+    served = [ex for ex in catalog.exercises if ex.header == MANAGER_HEADER]
+    if served:
+        problems += serving_table_problems(served[0], ROOT / "docs" / "authoring.md")
     for ex in catalog.exercises:
         problems.extend(f"exercise {ex.name}: {p}" for p in course.problems(ex))
     return problems

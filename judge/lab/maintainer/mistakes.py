@@ -13,7 +13,13 @@ stage's test among the others in `Caught by`, and one it cannot catch says why i
 
     Beyond the model: a data race, which only ThreadSanitizer sees.
 
-and `check` proves every test named in `Caught by` fails on it. Every line the mistake adds
+and `check` proves every test named in `Caught by` fails on it. A mistake of the exercise whose
+header the serving engine calls (07's KV cache manager) also says what `serve` makes of it,
+
+    Serving: tokens differ
+
+one of SERVING_OUTCOMES, or `passes: why` for one that changes nothing a request reads on the
+default trace; `check` serves each and proves it. Every line the mistake adds
 ends with a `// MISTAKE` comment (`// MISTAKE: why it looks right`), and a line it only deletes
 is replaced by one: a hunk without such a line changes something besides the mistake, and the
 diff is refused."""
@@ -34,12 +40,21 @@ class PatchError(Exception):
     """The diff does not apply to the reference as it is now."""
 
 
+# What `serve` can make of a wrong manager: every request's tokens compared with the plain engine's,
+# the manager's audit once every request is done, the engine's check of each answer it gets (a
+# slot or block outside the buffer, a prompt reported cached whole, a manager that throws, no
+# progress), and the process itself.
+SERVING_OUTCOMES = ("tokens differ", "a leak", "stopped", "crashes")
+SERVING_PASSES = "passes: "
+
+
 @dataclass(frozen=True)
 class Mistake:
     path: Path
     description: str
     caught_by: tuple[str, ...]
     beyond_the_model: str = ""   # why the model stage cannot catch it; "" when it does
+    serving: str = ""            # what `serve` makes of it: one of SERVING_OUTCOMES, or "passes: why"
 
     @property
     def name(self) -> str:
@@ -53,10 +68,47 @@ def mistakes(exercise: Exercise) -> list[Mistake]:
         what = re.search(r"^Mistake:\s*(.+)$", text, re.M)
         caught = re.search(r"^Caught by:\s*(.+)$", text, re.M)
         beyond = re.search(r"^Beyond the model:\s*(.+)$", text, re.M)
+        serving = re.search(r"^Serving:\s*(.+)$", text, re.M)
         found.append(Mistake(path, what.group(1).strip() if what else "",
                              tuple(t.strip() for t in caught.group(1).split(",")) if caught else (),
-                             beyond.group(1).strip() if beyond else ""))
+                             beyond.group(1).strip() if beyond else "", serving.group(1).strip() if serving else ""))
     return found
+
+
+def serving_problems(found: list[Mistake]) -> list[str]:
+    """Each known mistake of the served exercise says what `serve` makes of it, in words `check`
+    can prove."""
+    return [f"{m.path.name}: `Serving: {m.serving}` must be one of {', '.join(SERVING_OUTCOMES)} or "
+            f"`{SERVING_PASSES}why`" if m.serving else f"{m.path.name}: no `Serving:` line (what `serve` makes of it)"
+            for m in found if m.serving not in SERVING_OUTCOMES
+            and not (m.serving.startswith(SERVING_PASSES) and len(m.serving) > len(SERVING_PASSES))]
+
+
+SERVING_TABLE_START = "<!-- read off judge/mistakes/ by check's lint: serving_table() in judge/lab/maintainer/mistakes.py -->"
+SERVING_TABLE_END = "<!-- end of what serve makes of the known mistakes -->"
+
+
+def serving_table(found: list[Mistake]) -> str:
+    """What `serve` makes of each known mistake of the served exercise, as docs/authoring.md shows
+    it: read off the files' `Serving:` lines, which `check` proves."""
+    rows = ["| known mistake | what `serve` makes of it |", "|---|---|"]
+    for m in found:
+        said = m.serving
+        if said.startswith(SERVING_PASSES):
+            said = "passes: " + said[len(SERVING_PASSES):]
+        rows.append(f"| `{m.name}` | {said} |")
+    return "\n".join(rows)
+
+
+def _table_problems(page: Path, start_mark: str, end_mark: str, want: str, what: str) -> list[str]:
+    text = page.read_text(encoding="utf-8") if page.is_file() else ""
+    start, end = text.find(start_mark), text.find(end_mark)
+    if start < 0 or end < start:
+        return [f"{page.relative_to(ROOT)} has no table of {what} between {start_mark!r} and {end_mark!r}"]
+    if text[start + len(start_mark):end].strip() != want:
+        return [f"{page.relative_to(ROOT)}: the table of {what} is not the one the mistake files make; put this in "
+                f"its place:\n{want}"]
+    return []
 
 
 def model_problems(model_suite: str, found: list[Mistake]) -> list[str]:
@@ -88,16 +140,15 @@ def model_table(exercises: list[Exercise]) -> str:
 
 def model_table_problems(exercises: list[Exercise], page: Path) -> list[str]:
     """docs/authoring.md's table of what the model stage catches, unless it is the files' own."""
-    text = page.read_text(encoding="utf-8") if page.is_file() else ""
-    start, end = text.find(MODEL_TABLE_START), text.find(MODEL_TABLE_END)
-    if start < 0 or end < start:
-        return [f"{page.relative_to(ROOT)} has no table of what the model stage catches between "
-                f"{MODEL_TABLE_START!r} and {MODEL_TABLE_END!r}"]
-    shown = text[start + len(MODEL_TABLE_START):end].strip()
-    if shown != model_table(exercises):
-        return [f"{page.relative_to(ROOT)}: the table of what the model stage catches is not the one the mistake "
-                f"files make; put this in its place:\n{model_table(exercises)}"]
-    return []
+    return _table_problems(page, MODEL_TABLE_START, MODEL_TABLE_END, model_table(exercises),
+                           "what the model stage catches")
+
+
+def serving_table_problems(served: Exercise, page: Path) -> list[str]:
+    """docs/authoring.md's table of what `serve` makes of the known mistakes, unless it is the files' own."""
+    found = mistakes(served)
+    return serving_problems(found) + _table_problems(page, SERVING_TABLE_START, SERVING_TABLE_END,
+                                                     serving_table(found), "what serve makes of the known mistakes")
 
 
 def apply(original: str, diff: str) -> str:
