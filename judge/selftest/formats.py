@@ -14,65 +14,15 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from lab.model.schema import errors as schema_errors
+
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 VERDICT_SCHEMA = SCHEMAS / "verdict.schema.json"
 JUNIT_XSD = SCHEMAS / "junit.xsd"
 
-_TYPES = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-}
-_KNOWN = {"$schema", "$id", "$defs", "$ref", "title", "description", "type", "enum", "required", "properties",
-          "additionalProperties", "items", "minimum", "pattern", "oneOf"}
-
-
-def json_errors(value, schema: dict | None = None, root: dict | None = None, where: str = "$") -> list[str]:
-    """Every way `value` breaks the schema; empty when it is valid."""
-    if schema is None:
-        schema = json.loads(VERDICT_SCHEMA.read_text(encoding="utf-8"))
-    root = root or schema
-    unknown = set(schema) - _KNOWN
-    if unknown:  # a keyword this validator would silently ignore: refuse instead
-        return [f"{where}: the schema uses {sorted(unknown)}, which this validator does not check"]
-    if "$ref" in schema:
-        target = root
-        for part in schema["$ref"].lstrip("#/").split("/"):
-            target = target[part]
-        return json_errors(value, target, root, where)
-    errors: list[str] = []
-    if "type" in schema:
-        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(_TYPES[t](value) for t in types):
-            return [f"{where}: {type(value).__name__} is not {' or '.join(types)}"]
-    if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"{where}: {value!r} is not one of {schema['enum']}")
-    if "minimum" in schema and _TYPES["number"](value) and value < schema["minimum"]:
-        errors.append(f"{where}: {value} is below {schema['minimum']}")
-    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
-        errors.append(f"{where}: {value!r} does not match {schema['pattern']}")
-    if "oneOf" in schema:
-        matching = [s for s in schema["oneOf"] if not json_errors(value, s, root, where)]
-        if len(matching) != 1:
-            errors.append(f"{where}: matches {len(matching)} of the oneOf alternatives, not exactly 1")
-    if isinstance(value, dict):
-        for key in schema.get("required", []):
-            if key not in value:
-                errors.append(f"{where}: missing {key!r}")
-        properties = schema.get("properties", {})
-        for key, item in value.items():
-            if key in properties:
-                errors.extend(json_errors(item, properties[key], root, f"{where}.{key}"))
-            elif schema.get("additionalProperties") is False:
-                errors.append(f"{where}: unexpected property {key!r}")
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            errors.extend(json_errors(item, schema["items"], root, f"{where}[{i}]"))
-    return errors
+def json_errors(value, schema: dict | None = None) -> list[str]:
+    """Every way `value` breaks the schema (the verdict's when none is given); empty when valid."""
+    return schema_errors(value, schema if schema is not None else json.loads(VERDICT_SCHEMA.read_text(encoding="utf-8")))
 
 
 _DECIMAL = re.compile(r"^\d+(\.\d+)?$")

@@ -77,3 +77,63 @@ class ModelLineTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ServingLineTest(unittest.TestCase):
+    """A mistake of the served exercise says what `serve` makes of it, and `check` proves it."""
+
+    def mistake(self, serving: str, name: str = "m") -> mis.Mistake:
+        return mis.Mistake(Path(f"{name}.diff"), "x", ("S.T",), "", serving)
+
+    def test_a_line_must_be_an_outcome_or_a_pass_with_its_reason(self):
+        good = [self.mistake(o) for o in mis.SERVING_OUTCOMES] + [self.mistake("passes: statistics only")]
+        self.assertEqual(mis.serving_problems(good), [])
+        for bad in ("", "fails", "passes: ", "tokens differ sometimes"):
+            with self.subTest(bad=bad):
+                self.assertEqual(len(mis.serving_problems([self.mistake(bad)])), 1)
+
+    def test_the_table_lists_every_mistake_with_its_line(self):
+        table = mis.serving_table([self.mistake("a leak", "one"), self.mistake("passes: misuse only", "two")])
+        self.assertIn("| `one` | a leak |", table)
+        self.assertIn("| `two` | passes: misuse only |", table)
+
+    def test_the_check_proves_each_line_and_refuses_a_wrong_one(self):
+        from unittest import mock
+        from lab.learner import serve
+        from lab.maintainer import check
+        catalog = cat.load()
+        served = next(e for e in catalog.exercises if e.header == serve.MANAGER_HEADER)
+        reference = {"tokens_digest": "a" * 16, "matches_plain_engine": True, "leak": None, "finished": 1,
+                     "requests": 1}
+        runs = {  # what the engine prints for each mistake, whatever the manager
+            "differs": dict(reference, tokens_digest="b" * 16, matches_plain_engine=None),
+            "leaks": dict(reference, leak="2 blocks lost", matches_plain_engine=None),
+            "harmless": dict(reference, matches_plain_engine=None),
+            "claims-a-leak": dict(reference, matches_plain_engine=None),
+        }
+        found = [self.mistake("tokens differ", "differs"), self.mistake("a leak", "leaks"),
+                 self.mistake("passes: statistics only", "harmless"), self.mistake("a leak", "claims-a-leak"),
+                 self.mistake("crashes", "crashes")]
+        current = {}
+
+        def run(binary, trace, manager, timeout, **kwargs):
+            if "name" not in current:
+                return dict(reference)
+            if current["name"] == "crashes":
+                raise serve.ServeError("crashed", ending=serve.CRASHED)
+            return dict(runs[current["name"]])
+
+        def materialize(ex, mistake):
+            current["name"] = mistake.name
+            return Path(f"/tmp/{mistake.name}.hpp")
+
+        with mock.patch.object(check, "mistakes", lambda ex: found), \
+                mock.patch.object(check, "materialize", materialize), \
+                mock.patch.object(serve, "build_engine", lambda *a, **k: Path("/bin/true")), \
+                mock.patch.object(serve, "run", run), \
+                mock.patch.object(serve, "with_source", lambda catalog, chosen, file: chosen):
+            items = list(check._served_mistakes(catalog, served))
+        verdicts = {item.what.split("known mistake ")[-1].split()[0] if "known mistake" in item.what else "reference":
+                    item.ok for item in items}
+        self.assertEqual(verdicts, {"reference": True, "differs": True, "leaks": True, "harmless": True,
+                                    "claims-a-leak": False, "crashes": True})

@@ -42,6 +42,14 @@ class Terminal(io.StringIO):
 
 
 class ParseTest(unittest.TestCase):
+    def test_the_fixture_is_what_the_schema_describes(self):
+        from lab.model.schema import errors
+        described = json.loads(serve.SCHEMA.read_text(encoding="utf-8"))
+        self.assertEqual(errors(RESULT, described), [])
+        self.assertEqual(sorted(described["required"]), sorted(serve.KEYS), "the schema and serve.KEYS disagree")
+        for broken in (result(leak=3), result(tokens_digest="xyz"), result(manager="other"), result(extra=1)):
+            self.assertNotEqual(errors(broken, described), [], broken)
+
     def test_the_fixture_is_read_whole(self):
         data = serve.parse(json.dumps(RESULT))
         self.assertTrue(data["matches_plain_engine"])
@@ -201,7 +209,7 @@ class SourcesTest(unittest.TestCase):
         first = self.catalog.exercises[0]
         self.progress.record(first, True, None, file_hash=digest(first.exercise_file))
         for with_ in ("yours", "reference"):
-            variables = serve.cache_variables(serve.sources(self.catalog, self.progress, with_))
+            variables = serve.cache_variables(serve.sources(self.catalog, self.progress, with_), serve.tree(with_))
             self.assertEqual(set(variables), {f"ALLOCLAB_SERVE_{ex.id:02d}" for ex in self.catalog.exercises})
             self.assertTrue(all(Path(v).is_absolute() and Path(v).is_dir() for v in variables.values()))
             mine = variables[f"ALLOCLAB_SERVE_{first.id:02d}"]
@@ -270,8 +278,9 @@ class RunTest(unittest.TestCase):
     def test_every_failure_is_a_message(self):
         cases = {
             "crash": ("crashed (SIGSEGV) serving the tiny trace with the paged manager", "engine.hpp:12"),
-            "fail": ("failed (exit status 3)", "the KV budget holds no request"),
-            "badarg": ("refused its arguments (--trace tiny --manager paged --progress)", "bad argument"),
+            "fail": ("stopped serving the tiny trace with the paged manager", "the KV budget holds no request"),
+            "badarg": ("refused its arguments (--trace tiny --manager paged --model default --progress)",
+                       "bad argument"),
             "badjson": ("output cannot be read", ""),
             "missingkey": ("timeline.batch is not a list of numbers", ""),
         }
@@ -281,6 +290,23 @@ class RunTest(unittest.TestCase):
             self.assertIn(said, str(caught.exception))
             self.assertIn(stderr, str(caught.exception))
             self.assertNotIn("progress 12 12", str(caught.exception))   # progress is no message
+
+    def test_how_a_run_ended_is_a_state_not_words(self):
+        for mode, ending in (("crash", serve.CRASHED), ("fail", serve.STOPPED), ("badarg", "")):
+            with self.subTest(mode=mode), self.assertRaises(serve.ServeError) as caught:
+                self.run_fake(mode)
+            self.assertEqual(caught.exception.ending, ending)
+        with self.assertRaises(serve.ServeError) as caught:
+            self.run_fake("hang", timeout=1.5)
+        self.assertEqual(caught.exception.ending, serve.TIMED_OUT)
+
+    def test_a_leak_and_tokens_that_differ_are_failures_of_their_kind(self):
+        self.assertEqual(serve.failures(self.run_fake()), {})
+        self.assertEqual(list(serve.failures(self.run_fake("mismatch"))), [serve.TOKENS_DIFFER])
+        leaked = serve.failures(self.run_fake("leak"))
+        self.assertEqual(list(leaked), [serve.LEAK])
+        self.assertIn("num_free_blocks() is 60 of 64", leaked[serve.LEAK])
+        self.assertEqual(list(serve.failures(result(finished=10))), [serve.UNFINISHED])
 
     def test_a_crash_with_the_learners_headers_points_at_the_reference(self):
         with self.assertRaises(serve.ServeError) as caught:
@@ -332,7 +358,7 @@ class CommandTest(unittest.TestCase):
         self.assertIn("tokens = plain engine's yes", out)
         self.assertIn("timeline.svg", out)
         ET.parse(self.out / "timeline.svg")
-        self.assertIn("--trace tiny --manager prefix --progress", self.log.read_text())
+        self.assertIn("--trace tiny --manager prefix --model default --progress", self.log.read_text())
 
     def test_json_is_one_object_with_whose_headers(self):
         ok, out, err = self.serve("--json", "--manager", "reserve", "--with", "reference")
@@ -380,12 +406,46 @@ class CommandTest(unittest.TestCase):
         self.assertFalse(ok)
         self.assertIn("asked for 64 KV blocks and used 65 with the paged manager", out)
 
-    def test_a_timeline_that_cannot_be_written_is_a_message(self):
+    def test_a_timeline_that_cannot_be_written_is_a_message_before_anything_is_served(self):
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.out.write_text("a file where the folder should be")
         with self.assertRaises(UsageError) as caught:
             self.serve()
-        self.assertIn("cannot write the timeline", str(caught.exception))
+        self.assertIn("cannot write there", str(caught.exception))
+        self.assertFalse(self.log.exists(), "--out is checked before the engine runs")
+
+    def test_blocks_held_at_the_end_fail_and_say_what_was_held(self):
+        with mock.patch.dict(os.environ, {"FAKE_SERVE": "leak"}):
+            ok, out, _ = self.serve()
+        self.assertFalse(ok)
+        self.assertIn("blocks held at the end  YES", out)
+        self.assertIn("once every request was done, num_free_blocks() is 60 of 64", out)
+
+    def test_source_serves_a_file_as_the_managers_header_in_a_tree_of_its_own(self):
+        trees = []
+        with mock.patch.object(serve, "build_engine", lambda catalog, name, chosen, *a: trees.append(
+                (name, chosen)) or FAKE):
+            ok, out, _ = self.serve("--source", str(FAKE), "--model", "tiny")
+        self.assertTrue(ok)
+        name, chosen = trees[0]
+        self.assertEqual(name, serve.SOURCE_TREE)
+        given = [s for s in chosen if s.file is not None]
+        self.assertEqual([(s.exercise.header, s.file) for s in given], [(serve.MANAGER_HEADER, FAKE)])
+        self.assertIn(f"as 07's {serve.MANAGER_HEADER}", out)
+        self.assertIn("--model tiny", self.log.read_text())
+        with self.assertRaises(UsageError) as caught:
+            self.serve("--source", str(FIXTURES / "no-such-header.hpp"))
+        self.assertIn("no such file", str(caught.exception))
+
+    def test_a_stand_in_header_includes_the_file_and_is_rewritten_only_when_it_changes(self):
+        ex = next(e for e in cat.load().exercises if e.header == serve.MANAGER_HEADER)
+        where = Path(self.folder.name) / "tree"
+        folder = serve.stand_in(where, ex, FAKE)
+        header = folder / serve.MANAGER_HEADER
+        self.assertEqual(header.read_text(), f'#include "{FAKE.resolve()}"\n')
+        stamp = header.stat().st_mtime_ns
+        serve.stand_in(where, ex, FAKE)
+        self.assertEqual(header.stat().st_mtime_ns, stamp, "an unchanged stand-in must not rebuild anything")
 
     def test_usage_errors(self):
         with self.assertRaises(UsageError) as caught:
@@ -423,10 +483,14 @@ class CheckStepTest(unittest.TestCase):
 
     def test_it_passes_only_when_every_token_matches(self):
         self.assertTrue(self.step(result()).ok)
-        for wrong in (result(matches_plain_engine=False), result(matches_plain_engine=None), result(finished=3)):
+        for wrong, said in ((result(matches_plain_engine=False), "read KV it did not write"),
+                            (result(matches_plain_engine=None), "matches_plain_engine is null"),
+                            (result(finished=3), "9 of 12 requests unfinished"),
+                            (result(leak="block 3 still has 2 references"), "block 3 still has 2 references"),
+                            (result(tokens_digest="12"), "tokens_digest")):
             item = self.step(wrong)
             self.assertFalse(item.ok)
-            self.assertTrue("read KV it did not write" in item.detail or "3 of 12 requests finished" in item.detail)
+            self.assertIn(said, item.detail)
 
     def test_a_failed_build_or_run_fails_with_its_message(self):
         item = self.step(error=serve.ServeError("The serving engine does not compile: x.hpp:1:1: error: boom"))

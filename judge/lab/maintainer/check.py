@@ -21,6 +21,7 @@ from .. import ui
 from .lint import validate
 from ..model.catalog import ROOT, Catalog, Exercise, shown
 from ..model.errors import UsageError
+from ..model import schema
 from ..model.progress import Progress
 from ..model.results import StageStatus, TestStatus, Verdict
 from .mistakes import SERVING_OUTCOMES, Mistake, PatchError, materialize, mistakes
@@ -279,7 +280,8 @@ def _serve(catalog: Catalog) -> Item:
     """A short `serve --trace tiny --with reference`: the engine builds on the references (so a change to
     any of them that breaks it shows), serves, and every request's tokens equal the plain engine's."""
     what = ("the serving engine builds on the references and serves the tiny trace with every request's tokens "
-            "equal to the plain engine's (serve --trace tiny --with reference)")
+            "equal to the plain engine's, no block held at the end, and its output as its schema says "
+            "(serve --trace tiny --with reference)")
     if not serve.SOURCE.is_file():
         return Item(None, what, f"the engine's sources ({shown(serve.SOURCE)}) are not in this tree yet")
     start = time.monotonic()
@@ -288,11 +290,11 @@ def _serve(catalog: Catalog) -> Item:
         serve.svg(result, "check")          # the timeline draws from what the engine printed
     except (serve.ServeError, UsageError) as err:
         return Item(False, what, str(err), time.monotonic() - start)
-    problems = []
+    problems = [f"the output breaks {shown(serve.SCHEMA)}: {e}"
+                for e in schema.errors(result, json.loads(serve.SCHEMA.read_text(encoding="utf-8")))]
     if result["matches_plain_engine"] is not True:
         problems.append(f"matches_plain_engine is {json.dumps(result['matches_plain_engine'])}: " + serve.MISMATCH)
-    if result["finished"] != result["requests"]:
-        problems.append(f"{result['finished']} of {result['requests']} requests finished")
+    problems += serve.failures(result).values()
     return Item(not problems, what, "\n".join(problems), time.monotonic() - start)
 
 
