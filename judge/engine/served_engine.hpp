@@ -48,10 +48,9 @@ struct EngineOptions {
   int block_tokens = 16;
   int max_batch_tokens = 512;  // rows per step: decode rows first, then whole prompts
   int max_seqs = 64;           // sequences running at once
-  // Blocks kept free at admission, for the running sequences to grow into. vLLM keeps 1 %;
-  // here a preemption recomputes a whole prompt on one CPU core, so a larger margin pays:
-  // with the chat trace's first version (shorter system prompts, 96 blocks), 8 % cut the paged manager's preemptions from 83 to 17
-  // and its steps by 4 %.
+  // Blocks kept free at admission, for the running sequences to grow into. vLLM keeps 1 %
+  // (`watermark` in its v0 block manager); here a preemption recomputes a whole prompt on one
+  // CPU core, so a larger margin pays: it admits a little later and preempts far less.
   int watermark_percent = 8;
   bool two_threads = true;     // the model runner on its own thread, fed through the ring
   std::uint64_t (*heap_count)() = nullptr;       // reads the process's heap allocation counter

@@ -639,7 +639,8 @@ def svg(result: dict, title: str) -> str:
                    f'text-anchor="middle">{_label(v)}</text>')
     axis_y = top2 + h2 + 36
     out.append(f'<text x="{_LEFT + _PLOT / 2}" y="{axis_y}" font-size="12" fill="{_INK}" text-anchor="middle">'
-               f"engine step" + (f" (each point the mean of about {n / columns:.0f} steps)" if columns < n else "")
+               f"engine step" + (f" (each point the mean of about {n / columns:.{0 if n >= 10 * columns else 1}f} steps)"
+                             if columns < n else "")
                + "</text>")
 
     # ---- legend and figures ----

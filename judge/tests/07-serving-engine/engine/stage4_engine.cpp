@@ -106,6 +106,8 @@ TEST(Engine, HoldsNoBlockOnceEveryRequestIsDone) {
                                   << kTightBlocks - s.blocks_in_use << " of " << kTightBlocks
                                   << ". A block that is never given back is KV memory lost for the life of the server.";
     EXPECT_EQ(s.live_sequences, 0u);
+    EXPECT_EQ(s.stats.leak, "") << manager_name(kind) << ": once every request was done, the engine's audit of your "
+                                << "manager found: " << s.stats.leak;
   }
 }
 
@@ -123,7 +125,6 @@ TEST(Engine, ParallelSamplesShareTheirPromptBlocks) {
                              << first_difference(s.outputs, want) << ").";
   int peak = 0;
   for (const StepRecord& step : s.stats.timeline) peak = std::max(peak, step.running_blocks);
-  // Shared: 10 prompt blocks + at most 2 more per sample. Three private copies: 3 x 12.
   // Shared: 11 prompt blocks + at most 2 more per sample. Three private copies: 3 x 13.
   EXPECT_LE(peak, 11 + 3 * 2) << "Three samples of a 42-token prompt held " << peak
                               << " blocks at once: fork must share the parent's blocks (retain them), not copy them. "
