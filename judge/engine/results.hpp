@@ -17,6 +17,23 @@ struct StepRecord {
   std::size_t reserved_bytes, allocated_bytes;
 };
 
+/// How long requests waited, in engine steps (the trace's clock) and in seconds since the run
+/// began: the figures a serving benchmark leads with.
+struct Latency {
+  std::vector<int> ttft_steps;        // per request: from its arrival to the step that sampled its first token, both counted
+  std::vector<double> ttft_seconds;   // per request: from its arrival to the end of that step
+  std::vector<double> tpot_steps;     // per sample of more than one token: (last token's step - first's) / (tokens - 1)
+  std::vector<double> tpot_seconds;   // the same, in seconds
+};
+
+/// Where the steps' time went: steps that computed a prompt (with the decodes beside it) and
+/// steps that only decoded.
+struct TimeSplit {
+  int prefill_steps = 0, decode_steps = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  long prefill_tokens = 0, decode_tokens = 0;  // prompt tokens computed; tokens decoded
+};
+
 struct RunStats {
   int requests = 0, finished = 0;
   long generated_tokens = 0;
@@ -31,6 +48,8 @@ struct RunStats {
   std::size_t copies = 0, device_mallocs = 0;
   double heap_allocations_per_step = 0;
   std::string leak;  // what the block manager still held once every request was done; empty when nothing
+  Latency latency;
+  TimeSplit split;
   std::vector<StepRecord> timeline;
 };
 

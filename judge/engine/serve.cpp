@@ -2,7 +2,7 @@
 // JSON object. `python3 judge/judge.py serve` runs it and draws the timeline.
 //
 //   alloclab_serve [--trace chat|tiny] [--manager prefix|paged|reserve] [--model default|tiny]
-//                  [--kv-blocks N] [--no-plain] [--progress]
+//                  [--seed S] [--kv-blocks N] [--no-plain] [--progress]
 //
 // Exit status 0 with the JSON object; 2 when an argument is refused (a line on standard error
 // says why); 3 when the run stopped (a block manager threw, or the engine's own check of its
@@ -137,6 +137,16 @@ std::string json_string(std::string_view text) {
   return out + "\"";
 }
 
+template <class T>
+void print_array(const char* key, const std::vector<T>& values, const char* format, bool last = false) {
+  std::printf("\"%s\": [", key);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) std::printf(",");
+    std::printf(format, static_cast<double>(values[i]));
+  }
+  std::printf(last ? "]" : "], ");
+}
+
 void print_int_array(const char* key, const std::vector<StepRecord>& tl, auto field, bool last = false) {
   std::printf("\"%s\": [", key);
   for (std::size_t i = 0; i < tl.size(); ++i) std::printf(i ? ",%lld" : "%lld", static_cast<long long>(field(tl[i])));
@@ -148,6 +158,7 @@ void print_int_array(const char* key, const std::vector<StepRecord>& tl, auto fi
 int main(int argc, char** argv) {
   std::string_view trace_name = "chat", manager_arg = "prefix", model_arg = "default";
   int kv_blocks = -1;
+  std::uint64_t seed = 7;
   bool plain = true, progress = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
@@ -170,6 +181,12 @@ int main(int argc, char** argv) {
       const long n = std::strtol(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || n <= 0 || n > 1'000'000) usage("--kv-blocks must be a positive number of blocks, not '" + v + "'");
       kv_blocks = static_cast<int>(n);
+    } else if (a == "--seed") {
+      const std::string v(value("--seed"));
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || v[0] == '-') usage("--seed must be a whole number, not '" + v + "'");
+      seed = static_cast<std::uint64_t>(n);
     } else if (a == "--no-plain") {
       plain = false;
     } else if (a == "--progress") {
@@ -181,7 +198,7 @@ int main(int argc, char** argv) {
 
   const ModelConfig& config = *model_by_name(model_arg);
   const ManagerKind manager = *manager_by_name(manager_arg);
-  const Trace trace = make_trace(trace_name, config.vocab);
+  const Trace trace = make_trace(trace_name, config.vocab, seed);
   EngineOptions o;
   o.manager = manager;
   o.block_tokens = block_tokens_for(trace_name);
@@ -240,12 +257,23 @@ int main(int argc, char** argv) {
               "\"intermediate\": %d, \"vocab\": %d, \"weight_bytes\": %zu}, ",
               config.name, config.layers, config.hidden, config.heads, config.kv_heads, config.intermediate, config.vocab,
               config.weight_bytes());
-  std::printf("\"kv_blocks\": %d, \"block_tokens\": %d, \"steps\": %d, \"seconds\": %.3f, ", o.kv_blocks, o.block_tokens,
-              s.steps, s.seconds);
+  std::printf("\"kv_blocks\": %d, \"block_tokens\": %d, \"seed\": %" PRIu64 ", \"steps\": %d, \"seconds\": %.3f, ",
+              o.kv_blocks, o.block_tokens, seed, s.steps, s.seconds);
   // CPU time too: on a machine shared with other work, wall-clock tokens/s follows the load;
   // the engine's two threads never run at once, so on an idle machine the two agree.
   std::printf("\"cpu_seconds\": %.3f, \"tokens_per_cpu_second\": %.2f, ", s.cpu_seconds,
               s.cpu_seconds > 0 ? static_cast<double>(generated) / s.cpu_seconds : 0.0);
+  const Latency& l = s.latency;
+  std::printf("\"latency\": {");
+  print_array("ttft_steps", l.ttft_steps, "%.0f");
+  print_array("ttft_seconds", l.ttft_seconds, "%.4f");
+  print_array("tpot_steps", l.tpot_steps, "%.3f");
+  print_array("tpot_seconds", l.tpot_seconds, "%.5f", true);
+  std::printf("}, ");
+  const TimeSplit& t = s.split;
+  std::printf("\"time_split\": {\"prefill_steps\": %d, \"prefill_seconds\": %.3f, \"prefill_tokens\": %ld, "
+              "\"decode_steps\": %d, \"decode_seconds\": %.3f, \"decode_tokens\": %ld}, ",
+              t.prefill_steps, t.prefill_seconds, t.prefill_tokens, t.decode_steps, t.decode_seconds, t.decode_tokens);
   std::printf("\"timeline\": {");
   const auto& tl = s.timeline;
   print_int_array("running_blocks", tl, [](const StepRecord& r) { return r.running_blocks; });

@@ -67,6 +67,8 @@ struct Sequence {
   std::uint64_t seed;
   std::vector<int> tokens;  // prompt, then generated; capacity for every token reserved at once
   int computed = 0;         // tokens whose K and V are in the cache
+  int first_step = -1;      // the step that sampled its first token (-1: not yet), and when it ended
+  double first_seconds = 0;
 };
 
 namespace detail {
@@ -128,10 +130,21 @@ class ServedEngine {
         sequences_(256), arena_(kArenaBytes), ring_(kRingBytes), step_buffer_(kStepBufferBytes), caching_(device_),
         stamp_(static_cast<std::size_t>(o_.kv_blocks), -1), filled_(static_cast<std::size_t>(o_.kv_blocks), 0) {
     outputs_.resize(trace.requests.size());
+    std::size_t samples = 0;
     for (std::size_t i = 0; i < trace.requests.size(); ++i) {
       outputs_[i].resize(static_cast<std::size_t>(trace.requests[i].samples));
+      for (auto& sample : outputs_[i]) sample.reserve(static_cast<std::size_t>(trace.requests[i].new_tokens));
       samples_left_.push_back(trace.requests[i].samples);
+      samples += static_cast<std::size_t>(trace.requests[i].samples);
     }
+    // Everything a step records has its room before the first step: no heap in the steady state.
+    arrived_step_.resize(trace.requests.size());
+    arrived_seconds_.resize(trace.requests.size());
+    Latency& l = stats_.latency;
+    l.ttft_steps.reserve(trace.requests.size());
+    l.ttft_seconds.reserve(trace.requests.size());
+    l.tpot_steps.reserve(samples);
+    l.tpot_seconds.reserve(samples);
     running_.reserve(static_cast<std::size_t>(o_.max_seqs));
     pending_copies_.reserve(1024);
     // A step samples one token per decoding sequence and one per sample of each prompt it
@@ -153,6 +166,7 @@ class ServedEngine {
   /// Serves the whole trace; returns every request's tokens, and fills `stats`.
   Outputs run(RunStats& stats) {
     const auto start = std::chrono::steady_clock::now();
+    start_ = start;
     const double cpu_start = process_cpu_seconds();
     std::thread runner;
     if (o_.two_threads) runner = std::thread([this] { runner_loop(); });
@@ -196,6 +210,9 @@ class ServedEngine {
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
   }
 
+  /// Seconds since the run began.
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
   static constexpr std::size_t kArenaBytes = 4 << 20, kRingBytes = 16 << 20, kStepBufferBytes = 64 << 10;
 
   /// The options, refused before any member is built from them when they cannot serve `trace`.
@@ -227,6 +244,7 @@ class ServedEngine {
       // Arrivals. With nothing to run, the clock jumps to the next arrival.
       if (running_.empty() && waiting_.empty() && next_arrival < trace_.requests.size())
         step = std::max(step, trace_.requests[next_arrival].arrival_step);
+      clock_ = step;
       while (next_arrival < trace_.requests.size() && trace_.requests[next_arrival].arrival_step <= step) {
         arrive(static_cast<int>(next_arrival));
         ++next_arrival;
@@ -252,6 +270,9 @@ class ServedEngine {
     s->seed = r.seed;
     s->tokens.reserve(static_cast<std::size_t>(s->target_len));
     s->tokens.assign(r.prompt.begin(), r.prompt.end());
+    s->first_step = -1;
+    arrived_step_[static_cast<std::size_t>(request)] = clock_;
+    arrived_seconds_[static_cast<std::size_t>(request)] = seconds();
     waiting_.push_back(s);
   }
 
@@ -268,6 +289,7 @@ class ServedEngine {
 
   /// One step: schedule, hand the inputs to the model runner, take its samples back.
   int run_step() {
+    const double step_start = seconds();
     // The step's containers live in a buffer reused every step (exercise 05's ArenaResource).
     ArenaResource resource(step_buffer_.data(), step_buffer_.size());
     std::pmr::vector<Sequence*> decode(&resource), prefill(&resource);
@@ -324,6 +346,7 @@ class ServedEngine {
       running_.push_back(s);
       prefill.push_back(s);
       forks_to_come += samples - 1;
+      stats_.split.prefill_tokens += len - *cached;
       budget -= len - *cached;
     }
     if (decode.empty() && prefill.empty()) {
@@ -336,6 +359,7 @@ class ServedEngine {
     execute(input);
 
     // 4. The samples: append, fork, finish.
+    const double sampled_at = seconds();
     int finished = 0, out = 0;
     for (Sequence* s : decode) {
       s->computed = static_cast<int>(s->tokens.size());
@@ -344,6 +368,13 @@ class ServedEngine {
     for (Sequence* s : prefill) {
       s->computed = static_cast<int>(s->tokens.size());
       const int n = s->forks_pending;
+      if (s->first_step < 0) {  // its first token (a recomputed sequence keeps its first one)
+        s->first_step = clock_;
+        s->first_seconds = sampled_at;
+        const auto r = static_cast<std::size_t>(s->request);
+        stats_.latency.ttft_steps.push_back(clock_ - arrived_step_[r] + 1);
+        stats_.latency.ttft_seconds.push_back(sampled_at - arrived_seconds_[r]);
+      }
       // Parallel samples: the children share every block of the prompt (a fork); the first
       // token each writes into a shared, partly filled block is a copy-on-write.
       for (int k = 1; k < n; ++k) {
@@ -358,6 +389,8 @@ class ServedEngine {
         c->tokens.reserve(static_cast<std::size_t>(c->target_len));
         c->tokens.assign(s->tokens.begin(), s->tokens.end());
         c->computed = s->computed;
+        c->first_step = s->first_step;
+        c->first_seconds = s->first_seconds;
         manager_->fork(s->id, c->id, pending_copies_);
         c->tokens.push_back(sampled_[static_cast<std::size_t>(out + k)]);
         running_.push_back(c);
@@ -369,6 +402,10 @@ class ServedEngine {
     std::size_t keep = 0;
     for (Sequence* s : running_) {
       if (static_cast<int>(s->tokens.size()) == s->target_len) {
+        if (const int n = s->target_len - s->prompt_len; n > 1) {
+          stats_.latency.tpot_steps.push_back(static_cast<double>(clock_ - s->first_step) / (n - 1));
+          stats_.latency.tpot_seconds.push_back((sampled_at - s->first_seconds) / (n - 1));
+        }
         outputs_[static_cast<std::size_t>(s->request)][static_cast<std::size_t>(s->sample)].assign(
             s->tokens.begin() + s->prompt_len, s->tokens.end());
         manager_->release(s->id);
@@ -382,6 +419,16 @@ class ServedEngine {
     stats_.peak_running = std::max(stats_.peak_running, static_cast<int>(running_.size()));
 
     record(static_cast<int>(decode.size() + prefill.size()), preempted);
+    TimeSplit& split = stats_.split;
+    const double took = seconds() - step_start;
+    split.decode_tokens += static_cast<long>(decode.size());
+    if (prefill.empty()) {
+      ++split.decode_steps;
+      split.decode_seconds += took;
+    } else {
+      ++split.prefill_steps;
+      split.prefill_seconds += took;
+    }
     arena_.reset();  // the step's metadata is dead: one pointer moves back
     return finished;
   }
@@ -607,6 +654,10 @@ class ServedEngine {
   TopK top_;  // the runner's sampling scratch
   Outputs outputs_;
   std::vector<int> samples_left_;  // per request: samples not yet finished
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  int clock_ = 0;                         // the trace's clock: the step being served
+  std::vector<int> arrived_step_;         // per request: when it arrived, in steps
+  std::vector<double> arrived_seconds_;   // and in seconds
   int next_id_ = 0, watermark_ = 1;
   std::size_t admitted_prompt_tokens_ = 0, hit_tokens_ = 0;
   std::size_t last_reserved_ = 0, last_allocated_ = 0;

@@ -96,6 +96,15 @@ def _serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the figures as one JSON object (with --compare, a list of one per manager)")
     p.add_argument("--out", type=Path, metavar="DIR", help="where to draw timeline.svg (default build/serve)")
+    p.add_argument("--repeat", type=int, metavar="N",
+                   help="serve each manager N times, in turn, and show each by its median run (default: 3 with "
+                        "--compare, else 1)")
+    p.add_argument("--sweep", action="store_true",
+                   help="serve the three managers over KV budgets from the smallest reserve can run at to 4 times "
+                        "that, and draw tokens/s against the budget (sweep.svg)")
+    p.add_argument("--kv-blocks", type=int, metavar="N", help="the KV budget, in blocks (default: the smallest "
+                   "that reserve can serve the trace with)")
+    p.add_argument("--seed", type=int, metavar="S", help="the trace's seed (default 7): other requests, of the same shape")
     p.add_argument("--source", metavar="FILE",
                    help="serve with FILE in place of exercise 07's header (kv_cache_manager.hpp), whether it has "
                         "passed or not: to see what the engine makes of any manager")

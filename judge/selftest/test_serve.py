@@ -92,7 +92,8 @@ class SummaryTest(unittest.TestCase):
                          "peak running            8", "preemptions             2", "prefix hit rate         37.5 %",
                          "KV utilization          91.2 %", "copies                  3", "device mallocs          4",
                          "heap allocations/step   0.00", "the plain engine's    212",
-                         "tokens = plain engine's yes"):
+                         "tokens = plain engine's yes", "TTFT, steps (med/p99)   4 / 9",
+                         "TPOT, ms (med/p99)      5.4 / 7.5", "prefill / decode time   0.1 / 0.2 s"):
             self.assertIn(expected, text)
 
     def test_a_mismatch_and_unfinished_requests_show(self):
@@ -370,7 +371,7 @@ class CommandTest(unittest.TestCase):
         self.assertIn("Building the serving engine", err)   # what it says goes to standard error
 
     def test_compare_serves_three_managers_on_one_budget(self):
-        ok, out, _ = self.serve("--compare", "--json")
+        ok, out, _ = self.serve("--compare", "--json", "--repeat", "1")
         self.assertTrue(ok)
         data = json.loads(out)
         self.assertEqual([d["manager"] for d in data], ["reserve", "paged", "prefix"])
@@ -378,10 +379,62 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(len(runs), 3)
         self.assertNotIn("--kv-blocks", runs[0])
         self.assertTrue(all(f"--kv-blocks {RESULT['kv_blocks']}" in r for r in runs[1:]))
+        self.assertNotIn("--no-plain", runs[0])
+        self.assertTrue(all("--no-plain" in r for r in runs[1:]), "the plain engine runs once, with the first run")
         self.assertEqual(sorted(p.name for p in self.out.iterdir()),
                          ["timeline-paged.svg", "timeline-prefix.svg", "timeline-reserve.svg"])
         ok, out, _ = self.serve("--compare")
         self.assertIn("paged ÷ reserve, tokens/s", out)
+
+    def test_compare_serves_the_managers_in_turn_three_times_and_shows_the_medians(self):
+        ok, out, _ = self.serve("--compare", "--json")
+        self.assertTrue(ok)
+        managers = [line.split("--manager ")[1].split()[0] for line in self.log.read_text().splitlines()]
+        self.assertEqual(managers, ["reserve", "paged", "prefix"] * 3)
+        data = json.loads(out)
+        self.assertTrue(all(len(d["runs_tokens_per_second"]) == 3 for d in data))
+        self.assertTrue(all(d["matches_plain_engine"] for d in data), "later runs are compared by digest")
+        ok, out, _ = self.serve("--compare")
+        self.assertIn("(median of 3 runs;", out)
+
+    def test_the_median_run_stands_for_its_manager_and_the_ratios_use_medians(self):
+        runs = [result(tokens_per_second=v) for v in (900.0, 1500.0, 1000.0)]
+        chosen = serve.median_run(runs)
+        self.assertEqual(chosen["tokens_per_second"], 1000.0)
+        self.assertEqual(chosen["runs_tokens_per_second"], [900.0, 1500.0, 1000.0])
+        paged = serve.median_run([result(tokens_per_second=v) for v in (1800.0, 2400.0, 1500.0)])
+        measured = dict((what, value) for what, value, *_ in serve.ratios({"reserve": chosen, "paged": paged}))
+        self.assertAlmostEqual(measured["paged ÷ reserve, tokens/s"], 1.8)
+        self.assertEqual(serve.spread(paged, chosen), (1.5, 2.0))
+
+    def test_a_run_wrong_in_any_repetition_fails(self):
+        calls = []
+
+        def run(*args, **kwargs):
+            calls.append(args)
+            return result(tokens_digest="f" * 16 if len(calls) == 5 else RESULT["tokens_digest"],
+                          matches_plain_engine=True if len(calls) == 1 else None)
+        with mock.patch.object(serve, "run", run):
+            ok, out, _ = self.serve("--compare")
+        self.assertFalse(ok)
+        self.assertIn("paged: Some request's tokens differ", out)
+
+    def test_sweep_serves_every_manager_at_every_budget_and_draws_it(self):
+        ok, out, _ = self.serve("--sweep")
+        self.assertTrue(ok, out)
+        runs = self.log.read_text().splitlines()
+        self.assertEqual(len(runs), 3 * len(serve.SWEEP_FACTORS))
+        budgets = sorted({int(r.split("--kv-blocks ")[1].split()[0]) for r in runs if "--kv-blocks" in r})
+        base = RESULT["kv_blocks"]
+        self.assertEqual(budgets, sorted({round(base * f) for f in serve.SWEEP_FACTORS}))
+        svg = ET.parse(self.out / "sweep.svg").getroot()
+        series = {e.get("data-series") for e in svg.iter(f"{SVG}polyline")}
+        self.assertEqual(series, set(serve.COMPARED))
+        self.assertIn("KV blocks", out)
+        with self.assertRaises(UsageError):
+            self.serve("--sweep", "--compare")
+        with self.assertRaises(UsageError):
+            self.serve("--repeat", "0")
 
     def test_tokens_that_differ_fail_and_say_what_it_means(self):
         with mock.patch.dict(os.environ, {"FAKE_SERVE": "mismatch"}):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -55,11 +56,13 @@ STDOUT_BYTES = 64 << 20                        # a long trace's timeline is a fe
 # What the binary prints: every key is there (the plain engine's figures are null with --no-plain).
 NUMBERS = ("requests", "finished", "generated_tokens", "tokens_per_second", "mean_batch", "peak_running",
            "preemptions", "prefix_hit_rate", "kv_utilization", "copies", "device_mallocs",
-           "heap_allocations_per_step", "kv_blocks", "block_tokens", "steps", "seconds", "cpu_seconds",
+           "heap_allocations_per_step", "kv_blocks", "block_tokens", "seed", "steps", "seconds", "cpu_seconds",
            "tokens_per_cpu_second")
 NULLABLE = ("plain_heap_allocations_per_step",)
 KEYS = (*NUMBERS, *NULLABLE, "tokens_digest", "matches_plain_engine", "leak", "manager", "trace", "model",
-        "timeline")
+        "latency", "time_split", "timeline")
+LATENCY = ("ttft_steps", "ttft_seconds", "tpot_steps", "tpot_seconds")
+TIME_SPLIT = ("prefill_steps", "prefill_seconds", "prefill_tokens", "decode_steps", "decode_seconds", "decode_tokens")
 SCHEMA = ROOT / "judge" / "schemas" / "serve-result.schema.json"
 TIMELINE = ("running_blocks", "cached_blocks", "free_blocks", "batch", "preempted", "reserved_bytes",
             "allocated_bytes")
@@ -288,13 +291,15 @@ def _is_terminal(stream) -> bool:
 
 def run(binary: Path, trace: str, manager: str, timeout: float, kv_blocks: int | None = None,
         bar: ProgressBar | None = None, blame_learner: bool = False, model: str = "default",
-        plain: bool = True) -> dict:
+        plain: bool = True, seed: int | None = None) -> dict:
     """Runs the engine once and returns its JSON object, checked; ServeError when it fails. With
     `plain` False the plain engine is not run (matches_plain_engine is null): compare
     `tokens_digest` with a run that was compared."""
     argv = [str(binary), "--trace", trace, "--manager", manager, "--model", model, "--progress"]
     if not plain:
         argv.append("--no-plain")
+    if seed is not None:
+        argv += ["--seed", str(seed)]
     if kv_blocks is not None:
         argv += ["--kv-blocks", str(kv_blocks)]
     try:
@@ -356,6 +361,15 @@ def parse(text: str) -> dict:
         raise ValueError(f"tokens_digest is {data['tokens_digest']!r}, not 16 hexadecimal digits")
     if not isinstance(data["model"], dict):
         raise ValueError("model is not an object")
+    for key, fields in (("latency", LATENCY), ("time_split", TIME_SPLIT)):
+        part = data[key]
+        if not isinstance(part, dict):
+            raise ValueError(f"{key} is not an object")
+        for field in fields:
+            value = part.get(field)
+            if not (_is_number(value) or (key == "latency" and isinstance(value, list)
+                                          and all(_is_number(v) for v in value))):
+                raise ValueError(f"{key}.{field} is {value!r}")
     timeline = data["timeline"]
     if not isinstance(timeline, dict):
         raise ValueError("timeline is not an object")
@@ -398,6 +412,24 @@ def _leak(value) -> str:
     return "none" if value is None else "YES"
 
 
+def median_p99(values: list[float]) -> tuple[float, float] | None:
+    """The median and the 99th percentile (nearest rank) of `values`; None when there are none."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[max(math.ceil(0.99 * len(ordered)) - 1, 0)]
+
+
+def _latency(result: dict, key: str, scale: float = 1.0, digits: int = 0) -> str:
+    pair = median_p99(result["latency"][key])
+    return "—" if pair is None else f"{pair[0] * scale:,.{digits}f} / {pair[1] * scale:,.{digits}f}"
+
+
+def _split(result: dict) -> str:
+    t = result["time_split"]
+    return f"{t['prefill_seconds']:.1f} / {t['decode_seconds']:.1f} s"
+
+
 # (label, how one result's figure is written)
 ROWS = (
     ("requests", lambda r: f"{_int(r['requests'])}" + ("" if r["finished"] == r["requests"]
@@ -413,13 +445,21 @@ ROWS = (
     ("device mallocs", lambda r: _int(r["device_mallocs"])),
     ("heap allocations/step", lambda r: _per_step(r["heap_allocations_per_step"])),
     ("  the plain engine's", lambda r: _per_step(r["plain_heap_allocations_per_step"])),
+    ("TTFT, steps (med/p99)", lambda r: _latency(r, "ttft_steps")),
+    ("TTFT, ms (med/p99)", lambda r: _latency(r, "ttft_seconds", 1000)),
+    ("TPOT, steps (med/p99)", lambda r: _latency(r, "tpot_steps", 1, 2)),
+    ("TPOT, ms (med/p99)", lambda r: _latency(r, "tpot_seconds", 1000, 1)),
+    ("prefill / decode time", _split),
     ("tokens = plain engine's", lambda r: _matches(r["matches_plain_engine"])),
     ("blocks held at the end", lambda r: _leak(r["leak"])),
 )
 
 EXPLAINED = ("KV utilization: tokens stored ÷ the token slots of the blocks handed out, averaged over the steps. "
              "Heap allocations/step: calls of operator new in a steady-state step, the kit's allocators against "
-             "the plain engine's std::vector for everything.")
+             "the plain engine's std::vector for everything. TTFT: time to first token, from a request's arrival "
+             "to the end of the step that sampled its first token; TPOT: time per output token after the first, "
+             "per sample; median and 99th percentile. Prefill / decode time: the steps that computed a prompt, "
+             "and the steps that only decoded.")
 
 MISMATCH = ("Some request's tokens differ from the plain engine's. Both run the same model with the same weights "
             "and the same seeded sampler, and every kernel computes a row alone, so scheduling cannot change a "
@@ -466,16 +506,30 @@ def _ratio(a, b) -> float | None:
     return a / b if _is_number(a) and _is_number(b) and b else None
 
 
+def speed(result: dict) -> float:
+    """A manager's tokens/s: the median of its repetitions (--compare's `runs_tokens_per_second`)."""
+    return statistics.median(result.get("runs_tokens_per_second") or [result["tokens_per_second"]])
+
+
+def spread(over: dict, under: dict) -> tuple[float, float] | None:
+    """The least and the greatest ratio of two managers' tokens/s, repetition by repetition (each
+    pair served side by side); None with a single run."""
+    a, b = over.get("runs_tokens_per_second") or [], under.get("runs_tokens_per_second") or []
+    pairs = [x / y for x, y in zip(a, b) if y]
+    return (min(pairs), max(pairs)) if len(pairs) > 1 else None
+
+
 def ratios(results: dict[str, dict]) -> list[tuple[str, float | None, str, bool | None]]:
-    """(what, value, target, met) for --compare: the chapter's table's claims, measured."""
+    """(what, value, target, met) for --compare: the chapter's table's claims, measured on the
+    medians of the repetitions."""
     reserve, paged, prefix = (results.get(m) for m in COMPARED)
     out = []
     if reserve and paged:
-        r = _ratio(paged["tokens_per_second"], reserve["tokens_per_second"])
+        r = _ratio(speed(paged), speed(reserve))
         out.append(("paged ÷ reserve, tokens/s", r, f"≥ {PAGED_OVER_RESERVE:g}×",
                     None if r is None else r >= PAGED_OVER_RESERVE))
     if paged and prefix:
-        r = _ratio(prefix["tokens_per_second"], paged["tokens_per_second"])
+        r = _ratio(speed(prefix), speed(paged))
         out.append(("prefix ÷ paged, tokens/s", r, f"≥ {PREFIX_OVER_PAGED:g}×",
                     None if r is None else r >= PREFIX_OVER_PAGED))
     if paged:
@@ -501,15 +555,21 @@ def compare_table(results: dict[str, dict]) -> str:
     lines.append("")
     measured = ratios(results)
     width = max(len(what) for what, *_ in measured) + 2
+    spreads = {"paged ÷ reserve, tokens/s": ("paged", "reserve"), "prefix ÷ paged, tokens/s": ("prefix", "paged")}
     for what, value, target, met in measured:
         shown_value = "—" if value is None else (f"{value:.2f}×" if "tokens/s" in what else _percent(value))
         mark = "" if met is None else ("  " + ui.mark(met) + f" target {target}")
-        lines.append(f"  {what:<{width}}{shown_value:>8}{mark}")
+        pair = spreads.get(what)
+        band = spread(results[pair[0]], results[pair[1]]) if pair and all(m in results for m in pair) else None
+        runs = len(results[pair[0]].get("runs_tokens_per_second") or []) if pair else 0
+        extra = f"  (median of {runs} runs; {band[0]:.2f}–{band[1]:.2f} run by run)" if band else ""
+        lines.append(f"  {what:<{width}}{shown_value:>8}{mark}{extra}")
     lines.append(ui.paint(ui.indent(_wrap(
         "reserve takes the KV blocks of a request's prompt and of its every possible new token at admission, as "
         "engines did before paging; paged takes a block when the last one fills; prefix also finds the blocks of "
-        "a prompt's beginning already computed for another request. Tokens/s move with the machine's load: run "
-        "it again before you trust a difference. " + EXPLAINED), "  ", max_lines=99), "dim"))
+        "a prompt's beginning already computed for another request. Tokens/s move with the machine's load: the "
+        "managers are served in turn, once each and then again, and each is shown by its median run. "
+        + EXPLAINED), "  ", max_lines=99), "dim"))
     return "\n".join(lines)
 
 
@@ -752,6 +812,118 @@ def draw(result: dict, out: Path, title: str) -> None:
     out.write_text(svg(result, title), encoding="utf-8")
 
 
+# ---- the sweep ------------------------------------------------------------------------------
+
+SWEEP_FACTORS = (1, 1.5, 2, 3, 4)   # KV budgets, as multiples of the smallest `reserve` can run at
+_MANAGER_COLOURS = {"reserve": "#6b7280", "paged": "#2563eb", "prefix": "#f59e0b"}
+
+
+def sweep_table(points: list[dict]) -> str:
+    budgets = sorted({p["kv_blocks"] for p in points})
+    at = {(p["kv_blocks"], p["manager"]): p for p in points}
+    first = points[0]
+    lines = [ui.paint(f"The {first['trace']} trace, the {first['model'].get('name', '?')} model: tokens/s (mean batch) "
+                      "at each KV budget", "bold"),
+             f"  {'KV blocks':>10}" + "".join(f"{m:>20}" for m in COMPARED)]
+    for b in budgets:
+        cells = "".join(f"{_int(at[b, m]['tokens_per_second']) + ' (' + format(at[b, m]['mean_batch'], '.1f') + ')':>20}"
+                        if (b, m) in at else f"{'—':>20}" for m in COMPARED)
+        lines.append(f"  {b:>10}{cells}")
+    return "\n".join(lines)
+
+
+def sweep_svg(points: list[dict], title: str) -> str:
+    """Tokens/s and the mean batch of each manager against the KV budget, as a standalone SVG."""
+    budgets = sorted({p["kv_blocks"] for p in points})
+    lo, hi = budgets[0], max(budgets[-1], budgets[0] + 1)
+    left, width = 90, _W - 90 - 40
+
+    def x(b: float) -> float:
+        return left + width * (b - lo) / (hi - lo)
+
+    out: list[str] = []
+    panels = (("tokens_per_second", "generated tokens per second", 100, 260),
+              ("mean_batch", "sequences per step (mean batch)", 420, 160))
+    for key, name, top, height in panels:
+        ticks = _nice(max([p[key] for p in points] + [1]))
+
+        def y(v: float, top=top, height=height, ticks=ticks) -> float:
+            return top + height - height * v / ticks[-1]
+
+        out.append(f'<text x="{left}" y="{top - 12}" font-size="13" font-weight="bold" fill="{_INK}">{escape(name)}</text>')
+        for v in ticks:
+            out.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + width}" y2="{y(v):.1f}" stroke="{_GRID}" '
+                       f'stroke-width="0.6"/><text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" fill="{_MUTED}" '
+                       f'text-anchor="end">{_label(v)}</text>')
+        for manager in COMPARED:
+            mine = sorted((p["kv_blocks"], p[key]) for p in points if p["manager"] == manager)
+            if not mine:
+                continue
+            colour = _MANAGER_COLOURS[manager]
+            line = " ".join(f"{x(b):.1f},{y(v):.1f}" for b, v in mine)
+            out.append(f'<polyline class="series" data-series="{manager}" points="{line}" fill="none" '
+                       f'stroke="{colour}" stroke-width="2"><title>{manager}</title></polyline>')
+            out += [f'<circle cx="{x(b):.1f}" cy="{y(v):.1f}" r="3.5" fill="{colour}"><title>{manager}, {b} blocks: '
+                    f'{v:,.1f}</title></circle>' for b, v in mine]
+        out.append(f'<rect x="{left}" y="{top}" width="{width}" height="{height}" fill="none" stroke="{_MUTED}"/>')
+    axis = 420 + 160
+    for b in budgets:
+        out.append(f'<line x1="{x(b):.1f}" y1="{axis}" x2="{x(b):.1f}" y2="{axis + 5}" stroke="{_MUTED}"/>'
+                   f'<text x="{x(b):.1f}" y="{axis + 18}" font-size="11" fill="{_MUTED}" text-anchor="middle">{b}</text>')
+    out.append(f'<text x="{left + width / 2}" y="{axis + 36}" font-size="12" fill="{_INK}" text-anchor="middle">'
+               f"KV budget, in blocks of {points[0]['block_tokens']} tokens</text>")
+    lx, ly = left, axis + 60
+    for manager in COMPARED:
+        out.append(f'<line x1="{lx}" y1="{ly}" x2="{lx + 18}" y2="{ly}" stroke="{_MANAGER_COLOURS[manager]}" '
+                   f'stroke-width="3"/><text x="{lx + 24}" y="{ly + 4}" font-size="12" fill="{_INK}">{manager}</text>')
+        lx += 110
+    height = ly + 24
+    first = points[0]
+    subtitle = (f"The {first['trace']} trace, the {first['model'].get('name', '?')} model, "
+                f"{len(points)} runs; the smallest budget is the least reserve can serve the trace with")
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {height}" width="{_W}" height="{height}" '
+            f'font-family="sans-serif"><rect width="100%" height="100%" fill="#ffffff"/>'
+            f'<text x="20" y="30" font-size="17" font-weight="bold" fill="{_INK}">{escape(title)}</text>'
+            f'<text x="20" y="52" font-size="12" fill="{_MUTED}">{escape(subtitle)}</text>\n'
+            + "\n".join(out) + "\n</svg>\n")
+
+
+def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: list[Source], out_dir: Path,
+                  talk) -> bool:
+    """--sweep: the three managers at KV budgets from the smallest `reserve` can run at (its
+    default) to SWEEP_FACTORS[-1] times that, one run each, every run's tokens compared with the
+    plain engine's by digest; a table, and sweep.svg."""
+    first = serve_managers(binary, args, catalog, ("reserve",), 1, None, blame, talk)["reserve"][0]
+    plain = first["tokens_digest"] if first["matches_plain_engine"] else None
+    points = []
+    for factor in SWEEP_FACTORS:
+        budget = round(first["kv_blocks"] * factor)
+        for manager in COMPARED:
+            if factor == 1 and manager == "reserve":
+                points.append(first)
+                continue
+            bar = ProgressBar(f"{manager:>7} {budget}")
+            result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, budget, bar, blame,
+                         args.model, plain is None, args.seed)
+            if plain is not None:
+                result["matches_plain_engine"] = result["tokens_digest"] == plain
+            points.append(result)
+            print(ui.paint(f"  {manager} on {budget} blocks: {result['tokens_per_second']:,.1f} tokens/s", "dim"),
+                  file=talk, flush=True)
+    picture = out_dir / "sweep.svg"
+    try:
+        picture.write_text(sweep_svg(points, "Tokens per second against the KV budget"), encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"cannot write {shown(picture)}: {err.strerror or err}") from None
+    if args.json:
+        print(json.dumps([dict(p, **{"with": whose(chosen)}) for p in points]))
+    else:
+        print()
+        print(sweep_table(points))
+        print(ui.paint(f"\nThe sweep: {shown(picture)} (open it in a browser)", "dim"))
+    return report_failures([(p["manager"], p) for p in points], blame, talk)
+
+
 # ---- the command ----------------------------------------------------------------------------
 
 def serve_once(catalog: Catalog, trace: str, manager: str, with_: str = "reference") -> dict:
@@ -781,9 +953,54 @@ def failures(result: dict) -> dict[str, str]:
     return found
 
 
+def serve_managers(binary: Path, args, catalog: Catalog, managers: tuple[str, ...], repeat: int,
+                   kv_blocks: int | None, blame: bool, talk) -> dict[str, list[dict]]:
+    """Serves the trace with each manager `repeat` times, in turn (each once, then each again), so
+    that a busy spell of the machine slows them alike, all on the first run's KV budget. Only the
+    first run also runs the plain engine: the managers must all generate its very tokens, so every
+    later run is compared with it by `tokens_digest`."""
+    runs: dict[str, list[dict]] = {m: [] for m in managers}
+    plain: tuple[str, float] | None = None      # the plain engine's digest and heap figure, once known
+    for i in range(repeat):
+        for manager in managers:
+            bar = ProgressBar(f"{manager:>7}" + (f" {i + 1}/{repeat}" if repeat > 1 else ""))
+            result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, kv_blocks, bar, blame,
+                         args.model, plain is None, args.seed)
+            if plain is not None:
+                result["matches_plain_engine"] = result["tokens_digest"] == plain[0]
+                result["plain_heap_allocations_per_step"] = plain[1]
+            elif result["matches_plain_engine"]:
+                plain = (result["tokens_digest"], result["plain_heap_allocations_per_step"])
+            if kv_blocks is not None and result["kv_blocks"] != kv_blocks:
+                raise ServeError(f"the serving engine was asked for {kv_blocks} KV blocks and used "
+                                 f"{result['kv_blocks']} with the {manager} manager, so the managers cannot be "
+                                 "compared")
+            kv_blocks = result["kv_blocks"]   # the runs after the first get the very same budget
+            runs[manager].append(result)
+            if len(managers) > 1 or repeat > 1:
+                print(ui.paint(f"  {manager}: {result['tokens_per_second']:,.1f} tokens/s", "dim"), file=talk,
+                      flush=True)
+    return runs
+
+
+def median_run(runs: list[dict]) -> dict:
+    """The run whose tokens/s is the median (the lower one of an even number), with every run's
+    tokens/s in `runs_tokens_per_second`, in the order they were served."""
+    chosen = dict(sorted(runs, key=lambda r: r["tokens_per_second"])[(len(runs) - 1) // 2])
+    if len(runs) > 1:
+        chosen["runs_tokens_per_second"] = [r["tokens_per_second"] for r in runs]
+    return chosen
+
+
 def serve_command(args, catalog: Catalog) -> bool:
     if args.compare and args.manager:
         raise UsageError("--compare serves the trace with all three managers: leave out --manager")
+    if args.sweep and (args.compare or args.manager or args.kv_blocks):
+        raise UsageError("--sweep serves the three managers over its own KV budgets: leave out --compare, "
+                         "--manager and --kv-blocks")
+    repeat = args.repeat if args.repeat is not None else (3 if args.compare else 1)
+    if repeat < 1:
+        raise UsageError(f"--repeat {repeat}: serve at least once")
     require_sources()
     build.compilers_for(COMPILER)
     talk = sys.stderr if args.json else sys.stdout     # --json keeps standard output for the JSON
@@ -797,25 +1014,14 @@ def serve_command(args, catalog: Catalog) -> bool:
     blame = any(s.yours for s in chosen)
     try:
         binary = build_engine(catalog, SOURCE_TREE if args.source else args.with_, chosen)
+        if args.sweep:
+            return sweep_command(binary, args, catalog, blame, chosen, out_dir, talk)
         managers = COMPARED if args.compare else (args.manager or "prefix",)
-        results: dict[str, dict] = {}
-        kv_blocks = None
-        for manager in managers:
-            bar = ProgressBar(f"{manager:>7}")
-            result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, kv_blocks, bar, blame,
-                         args.model)
-            if kv_blocks is not None and result["kv_blocks"] != kv_blocks:
-                raise ServeError(f"the serving engine was asked for {kv_blocks} KV blocks and used "
-                                 f"{result['kv_blocks']} with the {manager} manager, so the managers cannot be "
-                                 "compared")
-            kv_blocks = result["kv_blocks"]   # the managers after the first get the very same budget
-            result["with"] = whose(chosen)
-            results[manager] = result
-            if args.compare and not args.json:
-                print(ui.paint(f"  {manager}: {result['tokens_per_second']:,.1f} tokens/s", "dim"), flush=True)
+        runs = serve_managers(binary, args, catalog, managers, repeat, args.kv_blocks, blame, talk)
     except ServeError as err:
         print(ui.paint(str(err), "red"), file=talk)
         return False
+    results = {m: dict(median_run(r), **{"with": whose(chosen)}) for m, r in runs.items()}
 
     pictures = []
     mine = [f"{s.exercise.id:02d}" for s in chosen if s.yours]
@@ -836,9 +1042,16 @@ def serve_command(args, catalog: Catalog) -> bool:
         print(ui.paint("Built with " + describe(chosen).replace("\n", "; and ") + ".", "dim"))
         print(ui.paint("\nTimeline" + ("s" if len(pictures) > 1 else "") + ": " + ", ".join(map(shown, pictures))
                        + f" (open {'them' if len(pictures) > 1 else 'it'} in a browser)", "dim"))
-    wrong = [m for m, r in results.items() if r["matches_plain_engine"] is False]
-    unfinished = [m for m, r in results.items() if r["finished"] != r["requests"]]
-    leaked = [(m, r["leak"]) for m, r in results.items() if r["leak"] is not None]
+    every = [(m, r) for m, rs in runs.items() for r in rs]
+    return report_failures(every, blame, talk)
+
+
+def report_failures(every: list[tuple[str, dict]], blame: bool, talk) -> bool:
+    """Says what any run showed wrong with the memory (tokens, requests unfinished, a leak);
+    True when no run did."""
+    wrong = sorted({m for m, r in every if r["matches_plain_engine"] is False})
+    unfinished = sorted({m for m, r in every if r["finished"] != r["requests"]})
+    leaked = dict((m, r["leak"]) for m, r in every if r["leak"] is not None)
     if wrong:
         print(ui.paint(_wrap(f"{ui.FAIL} {', '.join(wrong)}: " + MISMATCH), "red"), file=talk)
         print(ui.indent(_wrap("Your headers are in the engine: serve `--with reference` to see the reference match, "
@@ -849,7 +1062,7 @@ def serve_command(args, catalog: Catalog) -> bool:
     if unfinished:
         print(ui.paint(f"{ui.FAIL} {', '.join(unfinished)}: the engine stopped with requests unfinished.", "red"),
               file=talk)
-    for manager, leak in leaked:
+    for manager, leak in leaked.items():
         print(ui.paint(_wrap(f"{ui.FAIL} {manager}: once every request was done, {leak}."), "red"), file=talk)
     return not wrong and not unfinished and not leaked
 
