@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "block_pool.hpp"
+#include "heap_tally.hpp"
 
 namespace alloclab::engine {
 
@@ -177,6 +179,63 @@ class ReserveManager final : public BlockManager {
   int block_tokens_;
   std::unordered_map<int, Seq> seqs_;
   std::size_t copies_ = 0;
+};
+
+/// A block manager whose every call counts the heap allocations it makes (`allocations()`, since
+/// it was built), so that `serve` can say how much of a step's heap traffic is the manager's.
+class CountedManager final : public BlockManager {
+ public:
+  CountedManager(std::unique_ptr<BlockManager> m, std::uint64_t (*count)()) : m_(std::move(m)), count_(count) {}
+  [[nodiscard]] std::uint64_t allocations() const noexcept { return allocations_; }
+
+  std::optional<int> admit(int seq, std::span<const int> tokens, int max_tokens, int samples) override {
+    HeapTally t(count_, allocations_);
+    return m_->admit(seq, tokens, max_tokens, samples);
+  }
+  int blocks_to_admit(int tokens, int max_tokens, int samples) const override {
+    HeapTally t(count_, allocations_);
+    return m_->blocks_to_admit(tokens, max_tokens, samples);
+  }
+  bool append_token(int seq, int token, std::vector<KvCopy>& copies) override {
+    HeapTally t(count_, allocations_);
+    return m_->append_token(seq, token, copies);
+  }
+  void fork(int parent, int child, std::vector<KvCopy>& copies) override {
+    HeapTally t(count_, allocations_);
+    m_->fork(parent, child, copies);
+  }
+  void release(int seq) override {
+    HeapTally t(count_, allocations_);
+    m_->release(seq);
+  }
+  std::span<const int> block_table(int seq) const override {
+    HeapTally t(count_, allocations_);
+    return m_->block_table(seq);
+  }
+  int slot(int seq, int position) const override {
+    HeapTally t(count_, allocations_);
+    return m_->slot(seq, position);
+  }
+  int num_free_blocks() const override {
+    HeapTally t(count_, allocations_);
+    return m_->num_free_blocks();
+  }
+  int num_idle_blocks() const override {
+    HeapTally t(count_, allocations_);
+    return m_->num_idle_blocks();
+  }
+  KvCacheStats stats() const override { return m_->stats(); }
+  int held_blocks(int seq) const override {
+    HeapTally t(count_, allocations_);
+    return m_->held_blocks(seq);
+  }
+  bool grows() const override { return m_->grows(); }
+  std::string audit(int sequences) const override { return m_->audit(sequences); }
+
+ private:
+  std::unique_ptr<BlockManager> m_;
+  std::uint64_t (*count_)();
+  mutable std::uint64_t allocations_ = 0;
 };
 
 enum class ManagerKind { prefix, paged, reserve };

@@ -35,6 +35,15 @@ inline Outputs run_plain(const Model& model, const Trace& trace, RunStats* stats
   Outputs out(trace.requests.size());
   std::vector<std::uint64_t> allocs;
   const auto start = std::chrono::steady_clock::now();
+  // Each forward pass is a step, and its allocations run from the end of the pass before to the
+  // end of its own, as the served engine counts them: nothing between two passes goes uncounted.
+  std::uint64_t mark = heap_count ? heap_count() : 0;
+  auto step_done = [&] {
+    if (!heap_count) return;
+    const std::uint64_t now = heap_count();
+    allocs.push_back(now - mark);
+    mark = now;
+  };
 
   struct Seq {
     int request, sample;
@@ -47,7 +56,6 @@ inline Outputs run_plain(const Model& model, const Trace& trace, RunStats* stats
     for (std::size_t ri = g0; ri < std::min(trace.requests.size(), g0 + kGroup); ++ri) {
       const TraceRequest& r = trace.requests[ri];
       out[ri].resize(static_cast<std::size_t>(r.samples));
-      const std::uint64_t before = heap_count ? heap_count() : 0;
       // Prefill: every prompt token, one forward pass.
       Seq s{static_cast<int>(ri), 0, r.prompt, std::vector<float>(r.prompt.size() * token_floats)};
       const int n = static_cast<int>(r.prompt.size());
@@ -67,7 +75,7 @@ inline Outputs run_plain(const Model& model, const Trace& trace, RunStats* stats
         copy.tokens.push_back(draw_token(top, r.seed, smp, n));
         live.push_back(std::move(copy));
       }
-      if (heap_count) allocs.push_back(heap_count() - before);
+      step_done();
     }
     // Decode the group together until every sequence has its tokens.
     for (;;) {
@@ -77,7 +85,6 @@ inline Outputs run_plain(const Model& model, const Trace& trace, RunStats* stats
         if (static_cast<int>(s.tokens.size() - r.prompt.size()) < r.new_tokens) batch.push_back(&s);
       }
       if (batch.empty()) break;
-      const std::uint64_t before = heap_count ? heap_count() : 0;
       const int rows = static_cast<int>(batch.size());
       std::vector<int> tokens, positions, seq_of_row, logit_rows;
       std::vector<SeqKV> seqs;
@@ -101,7 +108,7 @@ inline Outputs run_plain(const Model& model, const Trace& trace, RunStats* stats
         const TraceRequest& r = trace.requests[static_cast<std::size_t>(s.request)];
         s.tokens.push_back(draw_token(top, r.seed, s.sample, static_cast<int>(s.tokens.size())));
       }
-      if (heap_count) allocs.push_back(heap_count() - before);
+      step_done();
     }
     for (Seq& s : live) {
       const auto prompt = static_cast<std::ptrdiff_t>(trace.requests[static_cast<std::size_t>(s.request)].prompt.size());

@@ -47,6 +47,9 @@ struct RunStats {
   double kv_utilization = 0;
   std::size_t copies = 0, device_mallocs = 0;
   double heap_allocations_per_step = 0;
+  struct {
+    double engine = 0, kv_cache_manager = 0, allocators = 0;  // whose, per steady-state step
+  } heap;
   std::string leak;  // what the block manager still held once every request was done; empty when nothing
   Latency latency;
   TimeSplit split;

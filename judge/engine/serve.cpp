@@ -246,6 +246,8 @@ int main(int argc, char** argv) {
   std::printf("\"prefix_hit_rate\": %.4f, \"kv_utilization\": %.4f, \"copies\": %zu, \"device_mallocs\": %zu, ",
               s.prefix_hit_rate, s.kv_utilization, s.copies, s.device_mallocs);
   std::printf("\"heap_allocations_per_step\": %.3f, ", s.heap_allocations_per_step);
+  std::printf("\"heap_per_step\": {\"engine\": %.3f, \"kv_cache_manager\": %.3f, \"allocators\": %.3f}, ",
+              s.heap.engine, s.heap.kv_cache_manager, s.heap.allocators);
   if (plain)
     std::printf("\"plain_heap_allocations_per_step\": %.3f, ", p.heap_allocations_per_step);
   else

@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
-#include <deque>
 #include <memory>
 #include <memory_resource>
 #include <mutex>
@@ -33,6 +32,7 @@
 #include "block_managers.hpp"
 #include "caching_allocator.hpp"
 #include "fixed_pool.hpp"
+#include "heap_tally.hpp"
 #include "host_device.hpp"
 #include "model.hpp"
 #include "results.hpp"
@@ -57,6 +57,34 @@ struct EngineOptions {
   void (*on_finish)(int finished, int total) = nullptr;  // progress
 };
 
+/// A sequence's token ids: a row of the engine's token buffer, sized at start-up for the prompt
+/// and every token the sample may generate (as vLLM's persistent input batch keeps a row of
+/// token ids per request), so that appending never allocates, as a growing vector would.
+class TokenRow {
+ public:
+  TokenRow() = default;
+  TokenRow(int* data, int capacity) noexcept : data_(data), capacity_(capacity) {}
+  void assign(std::span<const int> from) {
+    if (static_cast<int>(from.size()) > capacity_) throw std::logic_error("TokenRow: more tokens than its row holds");
+    std::copy(from.begin(), from.end(), data_);
+    size_ = static_cast<int>(from.size());
+  }
+  void push_back(int token) {
+    if (size_ == capacity_) throw std::logic_error("TokenRow: more tokens than its row holds");
+    data_[size_++] = token;
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return static_cast<std::size_t>(size_); }
+  [[nodiscard]] int back() const noexcept { return data_[size_ - 1]; }
+  [[nodiscard]] int operator[](std::size_t i) const noexcept { return data_[i]; }
+  [[nodiscard]] const int* begin() const noexcept { return data_; }
+  [[nodiscard]] const int* end() const noexcept { return data_ + size_; }
+  [[nodiscard]] std::span<const int> span() const noexcept { return {data_, static_cast<std::size_t>(size_)}; }
+
+ private:
+  int* data_ = nullptr;
+  int capacity_ = 0, size_ = 0;
+};
+
 /// One sequence: a request's prompt and one sample's generated tokens. Pooled (exercise 02):
 /// sequences are made and destroyed all the time, always the same size.
 struct Sequence {
@@ -65,13 +93,48 @@ struct Sequence {
   int forks_pending;    // samples still to fork off once the prompt is computed (n, then 1)
   int prompt_len, target_len;
   std::uint64_t seed;
-  std::vector<int> tokens;  // prompt, then generated; capacity for every token reserved at once
+  TokenRow tokens;          // prompt, then generated
   int computed = 0;         // tokens whose K and V are in the cache
   int first_step = -1;      // the step that sampled its first token (-1: not yet), and when it ended
   double first_seconds = 0;
 };
 
 namespace detail {
+
+/// The waiting sequences, in a ring sized at start-up for every sequence the trace can make:
+/// arrivals join at the back, preempted sequences at the front, and neither ever allocates (a
+/// std::deque allocates a chunk each time its ends cross one).
+class WaitingQueue {
+ public:
+  explicit WaitingQueue(std::size_t capacity) : ring_(std::max<std::size_t>(capacity, 1)) {}
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  [[nodiscard]] Sequence* front() const noexcept { return ring_[head_]; }
+  void push_back(Sequence* s) {
+    full();
+    ring_[(head_ + size_++) % ring_.size()] = s;
+  }
+  void push_front(Sequence* s) {
+    full();
+    head_ = (head_ + ring_.size() - 1) % ring_.size();
+    ring_[head_] = s;
+    ++size_;
+  }
+  void pop_front() noexcept {
+    head_ = (head_ + 1) % ring_.size();
+    --size_;
+  }
+  template <class F>
+  void for_each(F&& f) const {
+    for (std::size_t i = 0; i < size_; ++i) f(ring_[(head_ + i) % ring_.size()]);
+  }
+
+ private:
+  void full() const {
+    if (size_ == ring_.size()) throw std::logic_error("WaitingQueue: more sequences than the trace can make");
+  }
+  std::vector<Sequence*> ring_;
+  std::size_t head_ = 0, size_ = 0;
+};
 
 /// What the sampler must do with one row of logits.
 struct SampleJob {
@@ -95,12 +158,18 @@ struct StepInput {
 /// the segments it already holds: after the first steps the device is not called again.
 class CachedWorkspace {
  public:
-  explicit CachedWorkspace(CachingAllocator<HostDevice>& a) : a_(a) {}
+  /// `count` and `tally`: where the allocator's own heap allocations are counted.
+  CachedWorkspace(CachingAllocator<HostDevice>& a, std::uint64_t (*count)(), std::uint64_t& tally)
+      : a_(a), count_(count), tally_(tally) {}
   CachedWorkspace(const CachedWorkspace&) = delete;
   CachedWorkspace& operator=(const CachedWorkspace&) = delete;
-  ~CachedWorkspace() { a_.deallocate(block_); }
+  ~CachedWorkspace() {
+    HeapTally t(count_, tally_);
+    a_.deallocate(block_);
+  }
 
   void reserve(std::size_t floats) {
+    HeapTally t(count_, tally_);
     block_ = static_cast<float*>(a_.allocate(floats * sizeof(float)));
     size_ = floats;
   }
@@ -114,6 +183,8 @@ class CachedWorkspace {
 
  private:
   CachingAllocator<HostDevice>& a_;
+  std::uint64_t (*count_)();
+  std::uint64_t& tally_;
   float* block_ = nullptr;
   std::size_t size_ = 0, used_ = 0;
 };
@@ -125,18 +196,28 @@ class ServedEngine {
   ServedEngine(const Model& model, const Trace& trace, const EngineOptions& o)
       : model_(model), trace_(trace), o_(checked(o, model.config(), trace)),
         layout_(KVLayout::paged(model.config(), o_.block_tokens)),
-        manager_(make_manager(o_.manager, o_.kv_blocks, o_.block_tokens)),
+        manager_(std::make_unique<CountedManager>(make_manager(o_.manager, o_.kv_blocks, o_.block_tokens), o_.heap_count)),
         kv_(static_cast<std::size_t>(o_.kv_blocks) * layout_.block_floats(model.config())),
         sequences_(256), arena_(kArenaBytes), ring_(kRingBytes), step_buffer_(kStepBufferBytes), caching_(device_),
         stamp_(static_cast<std::size_t>(o_.kv_blocks), -1), filled_(static_cast<std::size_t>(o_.kv_blocks), 0) {
     outputs_.resize(trace.requests.size());
-    std::size_t samples = 0;
+    std::size_t samples = 0, tokens = 0, generated = 0;
     for (std::size_t i = 0; i < trace.requests.size(); ++i) {
-      outputs_[i].resize(static_cast<std::size_t>(trace.requests[i].samples));
-      for (auto& sample : outputs_[i]) sample.reserve(static_cast<std::size_t>(trace.requests[i].new_tokens));
-      samples_left_.push_back(trace.requests[i].samples);
-      samples += static_cast<std::size_t>(trace.requests[i].samples);
+      const TraceRequest& r = trace.requests[i];
+      outputs_[i].resize(static_cast<std::size_t>(r.samples));
+      for (auto& sample : outputs_[i]) sample.reserve(static_cast<std::size_t>(r.new_tokens));
+      samples_left_.push_back(r.samples);
+      row_at_.push_back(tokens);
+      samples += static_cast<std::size_t>(r.samples);
+      tokens += static_cast<std::size_t>(r.samples) * (r.prompt.size() + static_cast<std::size_t>(r.new_tokens));
+      generated += static_cast<std::size_t>(r.samples) * static_cast<std::size_t>(r.new_tokens);
     }
+    token_rows_.resize(tokens);
+    waiting_ = detail::WaitingQueue(samples);
+    // Every step samples at least one token it keeps, so the trace takes at most `generated` steps.
+    stats_.timeline.reserve(generated);
+    for (auto* per_step : {&heap_per_step_, &manager_heap_per_step_, &allocator_heap_per_step_})
+      per_step->reserve(generated);
     // Everything a step records has its room before the first step: no heap in the steady state.
     arrived_step_.resize(trace.requests.size());
     arrived_seconds_.resize(trace.requests.size());
@@ -160,13 +241,15 @@ class ServedEngine {
 
   ~ServedEngine() {
     for (Sequence* s : running_) sequences_.destroy(s);
-    for (Sequence* s : waiting_) sequences_.destroy(s);
+    waiting_.for_each([this](Sequence* s) { sequences_.destroy(s); });
   }
 
   /// Serves the whole trace; returns every request's tokens, and fills `stats`.
   Outputs run(RunStats& stats) {
     const auto start = std::chrono::steady_clock::now();
     start_ = start;
+    heap_mark_ = o_.heap_count ? o_.heap_count() : 0;
+    manager_mark_ = manager_->allocations();
     const double cpu_start = process_cpu_seconds();
     std::thread runner;
     if (o_.two_threads) runner = std::thread([this] { runner_loop(); });
@@ -194,6 +277,9 @@ class ServedEngine {
     stats.copies = ps.copies;
     stats.device_mallocs = device_.mallocs();
     stats.heap_allocations_per_step = steady_state_mean(heap_per_step_);
+    stats.heap.kv_cache_manager = steady_state_mean(manager_heap_per_step_);
+    stats.heap.allocators = steady_state_mean(allocator_heap_per_step_);
+    stats.heap.engine = std::max(0.0, stats.heap_allocations_per_step - stats.heap.kv_cache_manager - stats.heap.allocators);
     return std::move(outputs_);
   }
 
@@ -249,18 +335,36 @@ class ServedEngine {
         arrive(static_cast<int>(next_arrival));
         ++next_arrival;
       }
-      const std::uint64_t heap_before = o_.heap_count ? o_.heap_count() : 0;
       const int done = run_step();
       finished += done;
       if (done && o_.on_finish) o_.on_finish(finished, total_requests);
-      if (o_.heap_count) heap_per_step_.push_back(o_.heap_count() - heap_before);
+      count_heap();
       ++step;
     }
   }
 
+  /// Each step's heap allocations, from the end of the step before to the end of this one (so the
+  /// arrivals between are the step's too), and whose they were: the KV cache manager's calls, the
+  /// kit's allocators growing (the sequence pool, the caching allocator), and the engine's own.
+  void count_heap() {
+    if (!o_.heap_count) return;
+    const std::uint64_t now = o_.heap_count(), manager = manager_->allocations();
+    heap_per_step_.push_back(now - heap_mark_);
+    manager_heap_per_step_.push_back(manager - manager_mark_);
+    allocator_heap_per_step_.push_back(allocator_heap_ + runner_allocator_heap_);
+    heap_mark_ = now;
+    manager_mark_ = manager;
+    allocator_heap_ = runner_allocator_heap_ = 0;
+  }
+
+  Sequence* new_sequence() {
+    HeapTally t(o_.heap_count, allocator_heap_);
+    return sequences_.create();
+  }
+
   void arrive(int request) {
     const TraceRequest& r = trace_.requests[static_cast<std::size_t>(request)];
-    Sequence* s = sequences_.create();
+    Sequence* s = new_sequence();
     s->id = next_id_++;
     s->request = request;
     s->sample = 0;
@@ -268,8 +372,8 @@ class ServedEngine {
     s->prompt_len = static_cast<int>(r.prompt.size());
     s->target_len = s->prompt_len + r.new_tokens;
     s->seed = r.seed;
-    s->tokens.reserve(static_cast<std::size_t>(s->target_len));
-    s->tokens.assign(r.prompt.begin(), r.prompt.end());
+    s->tokens = TokenRow(token_rows_.data() + row_at_[static_cast<std::size_t>(request)], s->target_len);
+    s->tokens.assign(r.prompt);
     s->first_step = -1;
     arrived_step_[static_cast<std::size_t>(request)] = clock_;
     arrived_seconds_[static_cast<std::size_t>(request)] = seconds();
@@ -333,7 +437,7 @@ class ServedEngine {
           manager_->num_free_blocks() - manager_->blocks_to_admit(len, max_tokens, samples) < watermark_)
         break;
       if (len > budget && !prefill.empty()) break;
-      const std::optional<int> cached = manager_->admit(s->id, s->tokens, max_tokens, samples);
+      const std::optional<int> cached = manager_->admit(s->id, s->tokens.span(), max_tokens, samples);
       if (!cached) break;
       if (*cached < 0 || *cached >= len || *cached % o_.block_tokens != 0)
         throw std::logic_error("ServedEngine: admit reported " + std::to_string(*cached) + " cached tokens of a " +
@@ -378,7 +482,7 @@ class ServedEngine {
       // Parallel samples: the children share every block of the prompt (a fork); the first
       // token each writes into a shared, partly filled block is a copy-on-write.
       for (int k = 1; k < n; ++k) {
-        Sequence* c = sequences_.create();
+        Sequence* c = new_sequence();
         c->id = next_id_++;
         c->request = s->request;
         c->sample = k;
@@ -386,8 +490,10 @@ class ServedEngine {
         c->prompt_len = s->prompt_len;
         c->target_len = s->target_len;
         c->seed = s->seed;
-        c->tokens.reserve(static_cast<std::size_t>(c->target_len));
-        c->tokens.assign(s->tokens.begin(), s->tokens.end());
+        c->tokens = TokenRow(token_rows_.data() + row_at_[static_cast<std::size_t>(c->request)] +
+                                 static_cast<std::size_t>(k) * static_cast<std::size_t>(c->target_len),
+                             c->target_len);
+        c->tokens.assign(s->tokens.span());
         c->computed = s->computed;
         c->first_step = s->first_step;
         c->first_seconds = s->first_seconds;
@@ -618,7 +724,7 @@ class ServedEngine {
     for (int i = 0; i < in.copy_count; ++i)
       std::memcpy(kv_.data() + static_cast<std::size_t>(in.copies[i].dst) * block_floats,
                   kv_.data() + static_cast<std::size_t>(in.copies[i].src) * block_floats, block_floats * sizeof(float));
-    detail::CachedWorkspace ws(caching_);  // gives its block back when the step is done
+    detail::CachedWorkspace ws(caching_, o_.heap_count, runner_allocator_heap_);  // its block goes back at the end
     const float* logits = model_.forward(in.batch, ws);
     const int vocab = model_.config().vocab;
     for (int i = 0; i < in.job_count; ++i) {
@@ -638,7 +744,7 @@ class ServedEngine {
   const Trace& trace_;
   EngineOptions o_;
   KVLayout layout_;
-  std::unique_ptr<BlockManager> manager_;
+  std::unique_ptr<CountedManager> manager_;
   aligned_vector<float> kv_;  // every block's K and V, 64-byte aligned (exercise 05)
   ObjectPool<Sequence> sequences_;
   Arena arena_;
@@ -648,7 +754,9 @@ class ServedEngine {
   CachingAllocator<HostDevice> caching_;
 
   std::vector<Sequence*> running_;  // admission order: the back is the newest
-  std::deque<Sequence*> waiting_;   // arrival order, preempted sequences in front
+  detail::WaitingQueue waiting_{0};  // arrival order, preempted sequences in front
+  std::vector<int> token_rows_;      // every sequence's token ids, a row each (TokenRow)
+  std::vector<std::size_t> row_at_;  // per request: where its samples' rows begin
   std::vector<KvCopy> pending_copies_;
   std::vector<int> sampled_;
   TopK top_;  // the runner's sampling scratch
@@ -665,7 +773,10 @@ class ServedEngine {
   int stamp_now_ = 0;
   double util_sum_ = 0;
   long util_steps_ = 0;
-  std::vector<std::uint64_t> heap_per_step_;
+  std::vector<std::uint64_t> heap_per_step_, manager_heap_per_step_, allocator_heap_per_step_;
+  std::uint64_t heap_mark_ = 0, manager_mark_ = 0;  // the counts at the end of the step before
+  std::uint64_t allocator_heap_ = 0;         // this step's, by the kit's allocators on the scheduler thread
+  std::uint64_t runner_allocator_heap_ = 0;  // and on the runner thread (read once the step is done)
   RunStats stats_;
 
   std::mutex mutex_;

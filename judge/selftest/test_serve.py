@@ -88,17 +88,19 @@ class SummaryTest(unittest.TestCase):
     def test_every_figure_is_printed_with_the_plain_engines(self):
         text = serve.summary(RESULT)
         for expected in ("The tiny trace, prefix manager: 64 KV blocks of 16 tokens, the tiny model", "48 steps",
-                         "requests                12", "tokens/s                1,532.2", "mean batch              5.4",
-                         "peak running            8", "preemptions             2", "prefix hit rate         37.5 %",
-                         "KV utilization          91.2 %", "copies                  3", "device mallocs          4",
-                         "heap allocations/step   0.00", "the plain engine's    212",
-                         "tokens = plain engine's yes", "TTFT, steps (med/p99)   4 / 9",
-                         "TPOT, ms (med/p99)      5.4 / 7.5", "prefill / decode time   0.1 / 0.2 s"):
+                         "requests                  12", "tokens/s                  1,532.2",
+                         "mean batch                5.4", "peak running              8", "preemptions               2",
+                         "prefix hit rate           37.5 %", "KV utilization            91.2 %",
+                         "copies                    3", "device mallocs            4",
+                         "heap allocations/step     0.00", "  the engine's own        0.00",
+                         "  the KV cache manager's  0.00", "  the plain engine's      212",
+                         "tokens = plain engine's   yes", "TTFT, steps (med/p99)     4 / 9",
+                         "TPOT, ms (med/p99)        5.4 / 7.5", "prefill / decode time     0.1 / 0.2 s"):
             self.assertIn(expected, text)
 
     def test_a_mismatch_and_unfinished_requests_show(self):
         text = serve.summary(result(matches_plain_engine=False, finished=10))
-        self.assertIn("tokens = plain engine's NO", text)
+        self.assertIn("tokens = plain engine's   NO", text)
         self.assertIn("12 (10 finished)", text)
 
 
@@ -356,7 +358,7 @@ class CommandTest(unittest.TestCase):
         ok, out, _ = self.serve("--trace", "tiny")
         self.assertTrue(ok)
         self.assertIn("the reference for", out)
-        self.assertIn("tokens = plain engine's yes", out)
+        self.assertIn("tokens = plain engine's   yes", out)
         self.assertIn("timeline.svg", out)
         ET.parse(self.out / "timeline.svg")
         self.assertIn("--trace tiny --manager prefix --model default --progress", self.log.read_text())
@@ -471,7 +473,7 @@ class CommandTest(unittest.TestCase):
         with mock.patch.dict(os.environ, {"FAKE_SERVE": "leak"}):
             ok, out, _ = self.serve()
         self.assertFalse(ok)
-        self.assertIn("blocks held at the end  YES", out)
+        self.assertIn("blocks held at the end    YES", out)
         self.assertIn("once every request was done, num_free_blocks() is 60 of 64", out)
 
     def test_source_serves_a_file_as_the_managers_header_in_a_tree_of_its_own(self):
@@ -540,7 +542,9 @@ class CheckStepTest(unittest.TestCase):
                             (result(matches_plain_engine=None), "matches_plain_engine is null"),
                             (result(finished=3), "9 of 12 requests unfinished"),
                             (result(leak="block 3 still has 2 references"), "block 3 still has 2 references"),
-                            (result(tokens_digest="12"), "tokens_digest")):
+                            (result(tokens_digest="12"), "tokens_digest"),
+                            (result(heap_per_step={"engine": 0.5, "kv_cache_manager": 0, "allocators": 0}),
+                             "the engine itself made 0.5 heap allocations")):
             item = self.step(wrong)
             self.assertFalse(item.ok)
             self.assertIn(said, item.detail)

@@ -60,7 +60,8 @@ NUMBERS = ("requests", "finished", "generated_tokens", "tokens_per_second", "mea
            "tokens_per_cpu_second")
 NULLABLE = ("plain_heap_allocations_per_step",)
 KEYS = (*NUMBERS, *NULLABLE, "tokens_digest", "matches_plain_engine", "leak", "manager", "trace", "model",
-        "latency", "time_split", "timeline")
+        "heap_per_step", "latency", "time_split", "timeline")
+HEAP = ("engine", "kv_cache_manager", "allocators")   # whose heap allocations, per steady-state step
 LATENCY = ("ttft_steps", "ttft_seconds", "tpot_steps", "tpot_seconds")
 TIME_SPLIT = ("prefill_steps", "prefill_seconds", "prefill_tokens", "decode_steps", "decode_seconds", "decode_tokens")
 SCHEMA = ROOT / "judge" / "schemas" / "serve-result.schema.json"
@@ -361,7 +362,7 @@ def parse(text: str) -> dict:
         raise ValueError(f"tokens_digest is {data['tokens_digest']!r}, not 16 hexadecimal digits")
     if not isinstance(data["model"], dict):
         raise ValueError("model is not an object")
-    for key, fields in (("latency", LATENCY), ("time_split", TIME_SPLIT)):
+    for key, fields in (("heap_per_step", HEAP), ("latency", LATENCY), ("time_split", TIME_SPLIT)):
         part = data[key]
         if not isinstance(part, dict):
             raise ValueError(f"{key} is not an object")
@@ -444,6 +445,9 @@ ROWS = (
     ("copies", lambda r: _int(r["copies"])),
     ("device mallocs", lambda r: _int(r["device_mallocs"])),
     ("heap allocations/step", lambda r: _per_step(r["heap_allocations_per_step"])),
+    ("  the engine's own", lambda r: _per_step(r["heap_per_step"]["engine"])),
+    ("  the KV cache manager's", lambda r: _per_step(r["heap_per_step"]["kv_cache_manager"])),
+    ("  the other allocators'", lambda r: _per_step(r["heap_per_step"]["allocators"])),
     ("  the plain engine's", lambda r: _per_step(r["plain_heap_allocations_per_step"])),
     ("TTFT, steps (med/p99)", lambda r: _latency(r, "ttft_steps")),
     ("TTFT, ms (med/p99)", lambda r: _latency(r, "ttft_seconds", 1000)),
@@ -455,8 +459,10 @@ ROWS = (
 )
 
 EXPLAINED = ("KV utilization: tokens stored ÷ the token slots of the blocks handed out, averaged over the steps. "
-             "Heap allocations/step: calls of operator new in a steady-state step, the kit's allocators against "
-             "the plain engine's std::vector for everything. TTFT: time to first token, from a request's arrival "
+             "Heap allocations/step: calls of operator new in a steady-state step (from the end of one step to "
+             "the end of the next, arrivals included), by whom: the engine itself (scheduler, inputs, runner, "
+             "metrics), the KV cache manager's calls, and the other allocators growing (the sequence pool, the "
+             "caching allocator); against the plain engine's std::vector for everything. TTFT: time to first token, from a request's arrival "
              "to the end of the step that sampled its first token; TPOT: time per output token after the first, "
              "per sample; median and 99th percentile. Prefill / decode time: the steps that computed a prompt, "
              "and the steps that only decoded.")
@@ -493,7 +499,7 @@ def summary(result: dict) -> str:
                             "red" if result["matches_plain_engine"] is False else "dim")
         elif label.startswith("blocks held"):
             text = ui.paint(text, "green" if result["leak"] is None else "red")
-        lines.append(f"  {label:<24}{text}")
+        lines.append(f"  {label:<26}{text}")
     lines.append(ui.paint(ui.indent(_wrap(EXPLAINED), "  ", max_lines=99), "dim"))
     return "\n".join(lines)
 
@@ -548,10 +554,10 @@ def compare_table(results: dict[str, dict]) -> str:
     lines = [ui.paint(f"The {first['trace']} trace on {_int(first['kv_blocks'])} KV blocks of "
                       f"{_int(first['block_tokens'])} tokens, the {first['model'].get('name', '?')} model, "
                       "three block managers", "bold"),
-             f"  {'':<24}" + "".join(f"{m:>16}" for m in managers)]
+             f"  {'':<26}" + "".join(f"{m:>16}" for m in managers)]
     for label, cell in ROWS:
         row = "".join(f"{cell(results[m]):>16}" for m in managers)
-        lines.append(f"  {label:<24}{row}")
+        lines.append(f"  {label:<26}{row}")
     lines.append("")
     measured = ratios(results)
     width = max(len(what) for what, *_ in measured) + 2

@@ -280,8 +280,8 @@ def _serve(catalog: Catalog) -> Item:
     """A short `serve --trace tiny --with reference`: the engine builds on the references (so a change to
     any of them that breaks it shows), serves, and every request's tokens equal the plain engine's."""
     what = ("the serving engine builds on the references and serves the tiny trace with every request's tokens "
-            "equal to the plain engine's, no block held at the end, and its output as its schema says "
-            "(serve --trace tiny --with reference)")
+            "equal to the plain engine's, no block held at the end, no heap allocation of the engine's own in its "
+            "steady state, and its output as its schema says (serve --trace tiny --with reference)")
     if not serve.SOURCE.is_file():
         return Item(None, what, f"the engine's sources ({shown(serve.SOURCE)}) are not in this tree yet")
     start = time.monotonic()
@@ -295,6 +295,9 @@ def _serve(catalog: Catalog) -> Item:
     if result["matches_plain_engine"] is not True:
         problems.append(f"matches_plain_engine is {json.dumps(result['matches_plain_engine'])}: " + serve.MISMATCH)
     problems += serve.failures(result).values()
+    if result["heap_per_step"]["engine"] != 0:
+        problems.append(f"the engine itself made {result['heap_per_step']['engine']} heap allocations per steady-state "
+                        "step, not 0: an engine keeps malloc off its hot path, the kit's thesis")
     return Item(not problems, what, "\n".join(problems), time.monotonic() - start)
 
 
