@@ -32,6 +32,7 @@ struct TimeSplit {
   int prefill_steps = 0, decode_steps = 0;
   double prefill_seconds = 0, decode_seconds = 0;
   long prefill_tokens = 0, decode_tokens = 0;  // prompt tokens computed; tokens decoded
+  long decode_step_rows = 0, decode_step_context = 0;  // in the decode-only steps: rows, and the tokens they attend to
 };
 
 struct RunStats {

@@ -2,7 +2,10 @@
 // JSON object. `python3 judge/judge.py serve` runs it and draws the timeline.
 //
 //   alloclab_serve [--trace chat|tiny] [--manager prefix|paged|reserve] [--model default|tiny]
-//                  [--seed S] [--kv-blocks N] [--no-plain] [--progress]
+//                  [--seed S] [--kv-blocks N] [--no-plain] [--roofline] [--progress]
+//
+// --roofline measures this machine's memory bandwidth and matmul rate first (about a second) and
+// sets the decode steps' achieved rates against them.
 //
 // Exit status 0 with the JSON object; 2 when an argument is refused (a line on standard error
 // says why); 3 when the run stopped (a block manager threw, or the engine's own check of its
@@ -20,6 +23,7 @@
 #include <string_view>
 
 #include "engine.hpp"
+#include "roofline.hpp"
 
 namespace {
 
@@ -159,7 +163,7 @@ int main(int argc, char** argv) {
   std::string_view trace_name = "chat", manager_arg = "prefix", model_arg = "default";
   int kv_blocks = -1;
   std::uint64_t seed = 7;
-  bool plain = true, progress = false;
+  bool plain = true, progress = false, roofline = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     auto value = [&](const char* what) -> std::string_view {
@@ -189,6 +193,8 @@ int main(int argc, char** argv) {
       seed = static_cast<std::uint64_t>(n);
     } else if (a == "--no-plain") {
       plain = false;
+    } else if (a == "--roofline") {
+      roofline = true;
     } else if (a == "--progress") {
       progress = true;
     } else {
@@ -210,6 +216,7 @@ int main(int argc, char** argv) {
   o.heap_count = heap_allocations;
   if (progress) o.on_finish = print_progress;
 
+  const Ceilings ceilings = roofline ? measure_ceilings() : Ceilings{};
   const Model model(config);
   RunStats s;
   Outputs served;
@@ -276,6 +283,17 @@ int main(int argc, char** argv) {
   std::printf("\"time_split\": {\"prefill_steps\": %d, \"prefill_seconds\": %.3f, \"prefill_tokens\": %ld, "
               "\"decode_steps\": %d, \"decode_seconds\": %.3f, \"decode_tokens\": %ld}, ",
               t.prefill_steps, t.prefill_seconds, t.prefill_tokens, t.decode_steps, t.decode_seconds, t.decode_tokens);
+  if (roofline) {
+    const DecodeDemand d = decode_demand(config, t.decode_steps, t.decode_step_rows, t.decode_step_context);
+    const double secs = t.decode_seconds > 0 ? t.decode_seconds : 1;
+    std::printf("\"roofline\": {\"peak_bytes_per_second\": %.4g, \"peak_flops_per_second\": %.4g, "
+                "\"decode_bytes_per_second\": %.4g, \"decode_flops_per_second\": %.4g, \"bytes_per_decode_step\": %.4g, "
+                "\"flops_per_decode_step\": %.4g}, ",
+                ceilings.bytes_per_second, ceilings.flops_per_second, d.bytes / secs, d.flops / secs,
+                t.decode_steps ? d.bytes / t.decode_steps : 0.0, t.decode_steps ? d.flops / t.decode_steps : 0.0);
+  } else {
+    std::printf("\"roofline\": null, ");
+  }
   std::printf("\"timeline\": {");
   const auto& tl = s.timeline;
   print_int_array("running_blocks", tl, [](const StepRecord& r) { return r.running_blocks; });

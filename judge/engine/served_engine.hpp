@@ -531,6 +531,8 @@ class ServedEngine {
     if (prefill.empty()) {
       ++split.decode_steps;
       split.decode_seconds += took;
+      split.decode_step_rows += static_cast<long>(decode.size());
+      for (const Sequence* s : decode) split.decode_step_context += static_cast<long>(s->tokens.size()) - 1;
     } else {
       ++split.prefill_steps;
       split.prefill_seconds += took;

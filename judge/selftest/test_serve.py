@@ -95,7 +95,8 @@ class SummaryTest(unittest.TestCase):
                          "heap allocations/step     0.00", "  the engine's own        0.00",
                          "  the KV cache manager's  0.00", "  the plain engine's      212",
                          "tokens = plain engine's   yes", "TTFT, steps (med/p99)     4 / 9",
-                         "TPOT, ms (med/p99)        5.4 / 7.5", "prefill / decode time     0.1 / 0.2 s"):
+                         "TPOT, ms (med/p99)        5.4 / 7.5", "prefill / decode time     0.1 / 0.2 s",
+                         "decode: GB/s (of peak)    15.0 GB/s (60%)", "decode: GFLOP/s (of peak) 45.0 GF/s (25%)"):
             self.assertIn(expected, text)
 
     def test_a_mismatch_and_unfinished_requests_show(self):

@@ -60,7 +60,9 @@ NUMBERS = ("requests", "finished", "generated_tokens", "tokens_per_second", "mea
            "tokens_per_cpu_second")
 NULLABLE = ("plain_heap_allocations_per_step",)
 KEYS = (*NUMBERS, *NULLABLE, "tokens_digest", "matches_plain_engine", "leak", "manager", "trace", "model",
-        "heap_per_step", "latency", "time_split", "timeline")
+        "heap_per_step", "latency", "time_split", "roofline", "timeline")
+ROOFLINE = ("peak_bytes_per_second", "peak_flops_per_second", "decode_bytes_per_second", "decode_flops_per_second",
+            "bytes_per_decode_step", "flops_per_decode_step")
 HEAP = ("engine", "kv_cache_manager", "allocators")   # whose heap allocations, per steady-state step
 LATENCY = ("ttft_steps", "ttft_seconds", "tpot_steps", "tpot_seconds")
 TIME_SPLIT = ("prefill_steps", "prefill_seconds", "prefill_tokens", "decode_steps", "decode_seconds", "decode_tokens")
@@ -292,7 +294,7 @@ def _is_terminal(stream) -> bool:
 
 def run(binary: Path, trace: str, manager: str, timeout: float, kv_blocks: int | None = None,
         bar: ProgressBar | None = None, blame_learner: bool = False, model: str = "default",
-        plain: bool = True, seed: int | None = None) -> dict:
+        plain: bool = True, seed: int | None = None, roofline: bool = False) -> dict:
     """Runs the engine once and returns its JSON object, checked; ServeError when it fails. With
     `plain` False the plain engine is not run (matches_plain_engine is null): compare
     `tokens_digest` with a run that was compared."""
@@ -301,6 +303,8 @@ def run(binary: Path, trace: str, manager: str, timeout: float, kv_blocks: int |
         argv.append("--no-plain")
     if seed is not None:
         argv += ["--seed", str(seed)]
+    if roofline:
+        argv.append("--roofline")
     if kv_blocks is not None:
         argv += ["--kv-blocks", str(kv_blocks)]
     try:
@@ -362,7 +366,10 @@ def parse(text: str) -> dict:
         raise ValueError(f"tokens_digest is {data['tokens_digest']!r}, not 16 hexadecimal digits")
     if not isinstance(data["model"], dict):
         raise ValueError("model is not an object")
-    for key, fields in (("heap_per_step", HEAP), ("latency", LATENCY), ("time_split", TIME_SPLIT)):
+    checked = [("heap_per_step", HEAP), ("latency", LATENCY), ("time_split", TIME_SPLIT)]
+    if data["roofline"] is not None:
+        checked.append(("roofline", ROOFLINE))
+    for key, fields in checked:
         part = data[key]
         if not isinstance(part, dict):
             raise ValueError(f"{key} is not an object")
@@ -426,6 +433,13 @@ def _latency(result: dict, key: str, scale: float = 1.0, digits: int = 0) -> str
     return "—" if pair is None else f"{pair[0] * scale:,.{digits}f} / {pair[1] * scale:,.{digits}f}"
 
 
+def _achieved(result: dict, rate: str, peak: str, unit: str) -> str:
+    r = result["roofline"]
+    if r is None or not r[peak]:
+        return "—"
+    return f"{r[rate] / 1e9:,.1f} {unit} ({r[rate] / r[peak]:.0%})"
+
+
 def _split(result: dict) -> str:
     t = result["time_split"]
     return f"{t['prefill_seconds']:.1f} / {t['decode_seconds']:.1f} s"
@@ -454,6 +468,8 @@ ROWS = (
     ("TPOT, steps (med/p99)", lambda r: _latency(r, "tpot_steps", 1, 2)),
     ("TPOT, ms (med/p99)", lambda r: _latency(r, "tpot_seconds", 1000, 1)),
     ("prefill / decode time", _split),
+    ("decode: GB/s (of peak)", lambda r: _achieved(r, "decode_bytes_per_second", "peak_bytes_per_second", "GB/s")),
+    ("decode: GFLOP/s (of peak)", lambda r: _achieved(r, "decode_flops_per_second", "peak_flops_per_second", "GF/s")),
     ("tokens = plain engine's", lambda r: _matches(r["matches_plain_engine"])),
     ("blocks held at the end", lambda r: _leak(r["leak"])),
 )
@@ -465,7 +481,10 @@ EXPLAINED = ("KV utilization: tokens stored ÷ the token slots of the blocks han
              "caching allocator); against the plain engine's std::vector for everything. TTFT: time to first token, from a request's arrival "
              "to the end of the step that sampled its first token; TPOT: time per output token after the first, "
              "per sample; median and 99th percentile. Prefill / decode time: the steps that computed a prompt, "
-             "and the steps that only decoded.")
+             "and the steps that only decoded. Decode GB/s and GFLOP/s: what the decode-only steps read and "
+             "computed (from the model's shapes: every layer's weights and the LM head once a step, each row's "
+             "context of K and V) per second, and in brackets the share of this machine's peak, measured "
+             "before the run: a streaming read of memory, and the engine's matmul with its weights in cache.")
 
 MISMATCH = ("Some request's tokens differ from the plain engine's. Both run the same model with the same weights "
             "and the same seeded sampler, and every kernel computes a row alone, so scheduling cannot change a "
@@ -910,7 +929,7 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
                 continue
             bar = ProgressBar(f"{manager:>7} {budget}")
             result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, budget, bar, blame,
-                         args.model, plain is None, args.seed)
+                         args.model, plain is None, args.seed, roofline=True)
             if plain is not None:
                 result["matches_plain_engine"] = result["tokens_digest"] == plain
             points.append(result)
@@ -971,7 +990,7 @@ def serve_managers(binary: Path, args, catalog: Catalog, managers: tuple[str, ..
         for manager in managers:
             bar = ProgressBar(f"{manager:>7}" + (f" {i + 1}/{repeat}" if repeat > 1 else ""))
             result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, kv_blocks, bar, blame,
-                         args.model, plain is None, args.seed)
+                         args.model, plain is None, args.seed, roofline=True)
             if plain is not None:
                 result["matches_plain_engine"] = result["tokens_digest"] == plain[0]
                 result["plain_heap_allocations_per_step"] = plain[1]
