@@ -277,27 +277,32 @@ def _benchmarks(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
 
 
 def _serve(catalog: Catalog) -> Item:
-    """A short `serve --trace tiny --with reference`: the engine builds on the references (so a change to
-    any of them that breaks it shows), serves, and every request's tokens equal the plain engine's."""
-    what = ("the serving engine builds on the references and serves the tiny trace with every request's tokens "
-            "equal to the plain engine's, no block held at the end, no heap allocation of the engine's own in its "
-            "steady state, and its output as its schema says (serve --trace tiny --with reference)")
+    """A short `serve --trace tiny --with reference` under each manager, as --compare serves it: the
+    engine builds on the references (so a change to any of them that breaks it shows), every manager
+    can serve the trace on its default budget, and each run says what the kit promises of it."""
+    what = ("the serving engine builds on the references and serves the tiny trace under each manager with every "
+            "request's tokens equal to the plain engine's, no block held at the end, no heap allocation of the "
+            "engine's own in its steady state, and its output as its schema says (serve --trace tiny --compare "
+            "--with reference)")
     if not serve.SOURCE.is_file():
         return Item(None, what, f"the engine's sources ({shown(serve.SOURCE)}) are not in this tree yet")
     start = time.monotonic()
-    try:
-        result = serve.serve_once(catalog, "tiny", "prefix", "reference")
-        serve.svg(result, "check")          # the timeline draws from what the engine printed
-    except (serve.ServeError, UsageError) as err:
-        return Item(False, what, str(err), time.monotonic() - start)
-    problems = [f"the output breaks {shown(serve.SCHEMA)}: {e}"
-                for e in schema.errors(result, json.loads(serve.SCHEMA.read_text(encoding="utf-8")))]
-    if result["matches_plain_engine"] is not True:
-        problems.append(f"matches_plain_engine is {json.dumps(result['matches_plain_engine'])}: " + serve.MISMATCH)
-    problems += serve.failures(result).values()
-    if result["heap_per_step"]["engine"] != 0:
-        problems.append(f"the engine itself made {result['heap_per_step']['engine']} heap allocations per steady-state "
-                        "step, not 0: an engine keeps malloc off its hot path, the kit's thesis")
+    described = json.loads(serve.SCHEMA.read_text(encoding="utf-8"))
+    problems = []
+    for manager in serve.COMPARED:
+        try:
+            result = serve.serve_once(catalog, "tiny", manager, "reference")
+            serve.svg(result, "check")          # the timeline draws from what the engine printed
+        except (serve.ServeError, UsageError) as err:
+            return Item(False, what, f"{manager}: {err}", time.monotonic() - start)
+        found = [f"the output breaks {shown(serve.SCHEMA)}: {e}" for e in schema.errors(result, described)]
+        if result["matches_plain_engine"] is not True:
+            found.append(f"matches_plain_engine is {json.dumps(result['matches_plain_engine'])}: " + serve.MISMATCH)
+        found += serve.failures(result).values()
+        if result["heap_per_step"]["engine"] != 0:
+            found.append(f"the engine itself made {result['heap_per_step']['engine']} heap allocations per "
+                         "steady-state step, not 0: an engine keeps malloc off its hot path, the kit's thesis")
+        problems += [f"{manager}: {f}" for f in found]
     return Item(not problems, what, "\n".join(problems), time.monotonic() - start)
 
 
