@@ -54,7 +54,6 @@ def check_command(args, catalog: Catalog) -> bool:
         if item.ok is not True and item.detail:
             print(ui.indent(item.detail, "    ", max_lines=30, more=""), flush=True)
 
-    report(_unit_tests(args.jobs))
     problems = validate(catalog)
     report(Item(not problems, "the catalog is valid", "\n".join(problems)))
 
@@ -78,7 +77,10 @@ def check_command(args, catalog: Catalog) -> bool:
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         # The engine and the docs first: each is one long job that, left to the end, would keep
         # one core busy while the other waits.
-        futures = [pool.submit(_guarded, "the serving engine", lambda: [_serve(catalog)])]
+        # The judge's own tests too: many of them wait out a time limit on purpose, and beside the
+        # builds their waits cost nothing, where before them they left the cores idle.
+        futures = [pool.submit(_guarded, "the judge's own unit tests", lambda: [_unit_tests(args.jobs)]),
+                   pool.submit(_guarded, "the serving engine", lambda: [_serve(catalog)])]
         served = [ex for ex in exercises if ex.header == serve.MANAGER_HEADER]
         if served:
             futures.append(pool.submit(_guarded, "the known mistakes served",
@@ -400,7 +402,9 @@ def _unit_tests(jobs: int) -> Item:
     them build and judge headers, or wait out a time limit on purpose, and one after the other
     they were the longest step of `check`."""
     start = time.monotonic()
-    modules = sorted(p.name for p in (ROOT / "judge" / "selftest").glob("test_*.py"))
+    # The largest modules first (the longest, as a rule), so that no long one starts last.
+    modules = [p.name for p in sorted((ROOT / "judge" / "selftest").glob("test_*.py"),
+                                      key=lambda p: (-p.stat().st_size, p.name))]
 
     def run(module: str) -> tuple[str, int, subprocess.CompletedProcess]:
         proc = subprocess.run([sys.executable, "-c", _UNITTEST_WITH_CTRL_C, "discover", "-s",
