@@ -266,8 +266,8 @@ int main(int argc, char** argv) {
               "\"intermediate\": %d, \"vocab\": %d, \"weight_bytes\": %zu}, ",
               config.name, config.layers, config.hidden, config.heads, config.kv_heads, config.intermediate, config.vocab,
               config.weight_bytes());
-  std::printf("\"kv_blocks\": %d, \"block_tokens\": %d, \"seed\": %" PRIu64 ", \"steps\": %d, \"seconds\": %.3f, ",
-              o.kv_blocks, o.block_tokens, seed, s.steps, s.seconds);
+  std::printf("\"kv_blocks\": %d, \"block_tokens\": %d, \"max_seqs\": %d, \"seed\": %" PRIu64 ", \"steps\": %d, "
+              "\"seconds\": %.3f, ", o.kv_blocks, o.block_tokens, o.max_seqs, seed, s.steps, s.seconds);
   // CPU time too: on a machine shared with other work, wall-clock tokens/s follows the load;
   // the engine's two threads never run at once, so on an idle machine the two agree.
   std::printf("\"cpu_seconds\": %.3f, \"tokens_per_cpu_second\": %.2f, ", s.cpu_seconds,

@@ -529,8 +529,28 @@ class CheckStepTest(unittest.TestCase):
             return outcome
         from lab.maintainer import check
         source = FAKE if present else serve.ENGINE / "no-such-file.cpp"
-        with mock.patch.object(serve, "SOURCE", source), mock.patch.object(serve, "serve_once", serve_once):
+        with mock.patch.object(serve, "SOURCE", source), mock.patch.object(serve, "serve_once", serve_once), \
+                mock.patch.object(check, "_serve_wide", lambda catalog: []):
             return check._serve(cat.load())
+
+    def test_on_a_wide_budget_every_manager_keeps_max_seqs_and_allocates_nothing_of_its_own(self):
+        from lab.maintainer import check
+        runs = {"reserve": result(manager="reserve"), "paged": result(manager="paged", peak_running=70),
+                "prefix": result(manager="prefix", heap_per_step={"engine": 2.0, "kv_cache_manager": 1.0,
+                                                                  "allocators": 0.0})}
+        calls = []
+
+        def run(binary, trace, manager, timeout, kv_blocks=None, **kwargs):
+            calls.append((manager, kv_blocks, kwargs.get("plain", True)))
+            return runs[manager]
+        with mock.patch.object(serve, "build_engine", lambda *a, **k: FAKE), mock.patch.object(serve, "run", run):
+            problems = check._serve_wide(cat.load())
+        wide = round(RESULT["kv_blocks"] * serve.SWEEP_FACTORS[-1])
+        self.assertEqual(calls, [("reserve", None, True)] + [(m, wide, False) for m in serve.COMPARED])
+        self.assertEqual(len(problems), 2, problems)
+        self.assertIn("70 sequences ran at once, more than max_seqs 64", problems[0])
+        self.assertIn("prefix on", problems[1])
+        self.assertIn("the engine itself made 2.0 heap allocations", problems[1])
 
     def test_it_is_skipped_with_a_reason_without_the_engine(self):
         item = self.step(present=False)

@@ -56,8 +56,8 @@ STDOUT_BYTES = 64 << 20                        # a long trace's timeline is a fe
 # What the binary prints: every key is there (the plain engine's figures are null with --no-plain).
 NUMBERS = ("requests", "finished", "generated_tokens", "tokens_per_second", "mean_batch", "peak_running",
            "preemptions", "prefix_hit_rate", "kv_utilization", "copies", "device_mallocs",
-           "heap_allocations_per_step", "kv_blocks", "block_tokens", "seed", "steps", "seconds", "cpu_seconds",
-           "tokens_per_cpu_second")
+           "heap_allocations_per_step", "kv_blocks", "block_tokens", "max_seqs", "seed", "steps", "seconds",
+           "cpu_seconds", "tokens_per_cpu_second")
 NULLABLE = ("plain_heap_allocations_per_step",)
 KEYS = (*NUMBERS, *NULLABLE, "tokens_digest", "matches_plain_engine", "leak", "manager", "trace", "model",
         "heap_per_step", "latency", "time_split", "roofline", "timeline")

@@ -285,7 +285,8 @@ def _serve(catalog: Catalog) -> Item:
     what = ("the serving engine builds on the references and serves the tiny trace under each manager with every "
             "request's tokens equal to the plain engine's, no block held at the end, no heap allocation of the "
             "engine's own in its steady state, and its output as its schema says (serve --trace tiny --compare "
-            "--with reference)")
+            "--with reference); and on four times the chat trace's budget, the same, with no more sequences at once "
+            "than max_seqs")
     if not serve.SOURCE.is_file():
         return Item(None, what, f"the engine's sources ({shown(serve.SOURCE)}) are not in this tree yet")
     start = time.monotonic()
@@ -305,7 +306,37 @@ def _serve(catalog: Catalog) -> Item:
             found.append(f"the engine itself made {result['heap_per_step']['engine']} heap allocations per "
                          "steady-state step, not 0: an engine keeps malloc off its hot path, the kit's thesis")
         problems += [f"{manager}: {f}" for f in found]
+    try:
+        problems += _serve_wide(catalog)
+    except (serve.ServeError, UsageError) as err:
+        problems.append(str(err))
     return Item(not problems, what, "\n".join(problems), time.monotonic() - start)
+
+
+def _serve_wide(catalog: Catalog) -> list[str]:
+    """The chat trace with the tiny model on the largest budget of `serve --sweep`, under each
+    manager: batches far larger than the tight budget's, where every token must still match, the
+    engine must still allocate nothing of its own, and forked samples must not run it past max_seqs."""
+    binary = serve.build_engine(catalog, "reference", serve.sources(catalog, Progress(), "reference"))
+    timeout = catalog.limits.bench_timeout_seconds
+    first = serve.run(binary, "chat", "reserve", timeout, model="tiny")
+    if first["matches_plain_engine"] is not True:
+        return ["the chat trace with the tiny model: " + serve.MISMATCH]
+    budget = round(first["kv_blocks"] * serve.SWEEP_FACTORS[-1])
+    problems = []
+    for manager in serve.COMPARED:
+        result = serve.run(binary, "chat", manager, timeout, budget, model="tiny", plain=False)
+        where = f"{manager} on {budget} blocks (the chat trace, the tiny model)"
+        if result["tokens_digest"] != first["tokens_digest"]:
+            problems.append(f"{where}: " + serve.MISMATCH)
+        problems += [f"{where}: {f}" for f in serve.failures(result).values()]
+        if result["heap_per_step"]["engine"] != 0:
+            problems.append(f"{where}: the engine itself made {result['heap_per_step']['engine']} heap allocations per "
+                            "steady-state step, not 0")
+        if result["peak_running"] > result["max_seqs"]:
+            problems.append(f"{where}: {result['peak_running']} sequences ran at once, more than max_seqs "
+                            f"{result['max_seqs']}: forked samples must count at admission")
+    return problems
 
 
 # What `serve` makes of a run, in the words of a mistake file's `Serving:` line.
