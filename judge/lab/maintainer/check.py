@@ -54,6 +54,7 @@ def check_command(args, catalog: Catalog) -> bool:
         if item.ok is not True and item.detail:
             print(ui.indent(item.detail, "    ", max_lines=30, more=""), flush=True)
 
+    report(_unit_tests(args.jobs))
     problems = validate(catalog)
     report(Item(not problems, "the catalog is valid", "\n".join(problems)))
 
@@ -77,10 +78,7 @@ def check_command(args, catalog: Catalog) -> bool:
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         # The engine and the docs first: each is one long job that, left to the end, would keep
         # one core busy while the other waits.
-        # The judge's own tests too: many of them wait out a time limit on purpose, and beside the
-        # builds their waits cost nothing, where before them they left the cores idle.
-        futures = [pool.submit(_guarded, "the judge's own unit tests", lambda: [_unit_tests(args.jobs)]),
-                   pool.submit(_guarded, "the serving engine", lambda: [_serve(catalog)])]
+        futures = [pool.submit(_guarded, "the serving engine", lambda: [_serve(catalog)])]
         served = [ex for ex in exercises if ex.header == serve.MANAGER_HEADER]
         if served:
             futures.append(pool.submit(_guarded, "the known mistakes served",
