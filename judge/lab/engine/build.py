@@ -153,15 +153,16 @@ def program_name(exercise_name: str, program: str = "") -> str:
 @contextmanager
 def tests_built(compiler: str, sanitizer: str, impl: Impl, exercise_name: str, werror: bool, timeout: float,
                 slot: str = "", program: str = "", only_stages: tuple[int, ...] = (),
-                beside: Callable[[Path], str] | None = None):
+                beside: Callable[[Path], str] | None = None, line_tables: bool = True):
     """The exercise's test binary (or that of one of its programs) and its build result, built in
     its tree, which stays locked while the caller runs it. `only_stages`: the binary holds these
     stages alone (CMakeLists.txt's ALLOCLAB_ONLY_STAGES), so the others are not compiled.
     `beside`: given the configured tree, a target to build in the same build ("" for none), whose
-    failure is not the test binary's (its list_ twin)."""
+    failure is not the test binary's (its list_ twin). `line_tables` False: no line tables
+    (CMakeLists.txt's ALLOCLAB_LINE_TABLES), for trees whose verdicts never read a report's lines."""
     tree = tree_dir(compiler, sanitizer, impl, slot)
     target = f"test_{program_name(exercise_name, program)}"
-    extra = {"ALLOCLAB_ONLY_STAGES": ";".join(map(str, only_stages))}
+    extra = {"ALLOCLAB_ONLY_STAGES": ";".join(map(str, only_stages)), "ALLOCLAB_LINE_TABLES": "ON" if line_tables else "OFF"}
     with locked(tree):
         yield tree / target, configure_and_build(tree, target, compiler, sanitizer, impl, exercise_name, werror,
                                                  timeout, extra, beside)

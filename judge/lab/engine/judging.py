@@ -39,6 +39,7 @@ class Request:
     stages: tuple[int, ...] = ()        # the stages to judge by number; () for all
     werror: bool = False                # warnings are errors (the references and skeletons in `check`)
     slot: str = ""                      # build trees of their own (build.tree_dir)
+    line_tables: bool = True            # False: no line tables, where no report's lines are read (check)
     sanitizers: tuple[str, ...] = ()    # the instrumentations to build with; () for the exercise's
     seed: int | None = None             # the model stage's seed; None for its fixed default
     every_stage: bool = False           # build a stage's own program even when a stage before it failed
@@ -111,7 +112,7 @@ def _build_args(request: Request, compiler: str, sanitizer: str, stages: list[St
     def list_beside(tree: Path) -> str:   # the first build of a tree builds its list_ twin with it
         return listing.to_build(tree, exercise, request.impl, program)
     return (compiler, sanitizer, request.impl, exercise.name, request.werror, limits.build_timeout_seconds,
-            request.slot, program, only_stages(exercise, held, program), list_beside)
+            request.slot, program, only_stages(exercise, held, program), list_beside, request.line_tables)
 
 
 def judge(request: Request, limits: Limits) -> Verdict:

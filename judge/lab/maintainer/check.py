@@ -158,7 +158,8 @@ def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
     # <slot>), whose model generators and precompiled header it then shares, and never in the
     # learner's; each tree compiles only the stages run in it, which still compiles every stage once.
     verdict = judging.judge(judging.Request(ex, build.Impl("source", ex.exercise_file), (compiler,), werror=True,
-                                            slot=slot, every_stage=True, compile_only_judged=True),
+                                            slot=slot, every_stage=True, compile_only_judged=True,
+                                            line_tables=False),
                             catalog.limits)
     what = f"{ex.name}: the untouched skeleton compiles and fails every stage with {build.program(compiler)}"
     unbuilt = [c for c in verdict.configs if not c.build.ok]
@@ -245,7 +246,7 @@ def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Ite
         return Item(False, what, f"the diff no longer applies to {ex.solution_file.relative_to(ROOT)}: {err}. "
                                  "Make the mistake again on the new reference and save its `diff -u`.")
     request = judging.Request(ex, build.Impl("source", wrong), ("clang",), tuple(sorted({s.number for s in stages})),
-                              slot=slot, sanitizers=(sanitizer,), shrink=False,
+                              slot=slot, sanitizers=(sanitizer,), shrink=False, line_tables=False,
                               compile_only_judged=True, tests=tuple(mistake.caught_by))
     verdict = judging.judge(request, catalog.limits)
     outcomes = {t.name: t for c in verdict.configs for s in c.stages for t in s.tests}
