@@ -919,7 +919,7 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
     default) to SWEEP_FACTORS[-1] times that, one run each, every run's tokens compared with the
     plain engine's by digest; a table, and sweep.svg."""
     first = serve_managers(binary, args, catalog, ("reserve",), 1, None, blame, talk)["reserve"][0]
-    plain = first["tokens_digest"] if first["matches_plain_engine"] else None
+    plain = judged_by_digest(first, None)
     points = []
     for factor in SWEEP_FACTORS:
         budget = round(first["kv_blocks"] * factor)
@@ -930,8 +930,7 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
             bar = ProgressBar(f"{manager:>7} {budget}")
             result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, budget, bar, blame,
                          args.model, plain is None, args.seed, roofline=True)
-            if plain is not None:
-                result["matches_plain_engine"] = result["tokens_digest"] == plain
+            plain = judged_by_digest(result, plain)
             points.append(result)
             print(ui.paint(f"  {manager} on {budget} blocks: {result['tokens_per_second']:,.1f} tokens/s", "dim"),
                   file=talk, flush=True)
@@ -991,11 +990,7 @@ def serve_managers(binary: Path, args, catalog: Catalog, managers: tuple[str, ..
             bar = ProgressBar(f"{manager:>7}" + (f" {i + 1}/{repeat}" if repeat > 1 else ""))
             result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, kv_blocks, bar, blame,
                          args.model, plain is None, args.seed, roofline=True)
-            if plain is not None:
-                result["matches_plain_engine"] = result["tokens_digest"] == plain[0]
-                result["plain_heap_allocations_per_step"] = plain[1]
-            elif result["matches_plain_engine"]:
-                plain = (result["tokens_digest"], result["plain_heap_allocations_per_step"])
+            plain = judged_by_digest(result, plain)
             if kv_blocks is not None and result["kv_blocks"] != kv_blocks:
                 raise ServeError(f"the serving engine was asked for {kv_blocks} KV blocks and used "
                                  f"{result['kv_blocks']} with the {manager} manager, so the managers cannot be "
@@ -1006,6 +1001,19 @@ def serve_managers(binary: Path, args, catalog: Catalog, managers: tuple[str, ..
                 print(ui.paint(f"  {manager}: {result['tokens_per_second']:,.1f} tokens/s", "dim"), file=talk,
                       flush=True)
     return runs
+
+
+def judged_by_digest(result: dict, plain: tuple[str, float] | None) -> tuple[str, float] | None:
+    """Judges a run made without the plain engine (while `plain`, its digest and heap figure, is
+    known) by its `tokens_digest`; a run that was compared and matched makes `plain` known. Returns
+    what is known of the plain engine after this run."""
+    if plain is not None:
+        result["matches_plain_engine"] = result["tokens_digest"] == plain[0]
+        result["plain_heap_allocations_per_step"] = plain[1]
+        return plain
+    if result["matches_plain_engine"]:
+        return result["tokens_digest"], result["plain_heap_allocations_per_step"]
+    return None
 
 
 def median_run(runs: list[dict]) -> dict:

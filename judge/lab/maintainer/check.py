@@ -300,16 +300,22 @@ def _serve(catalog: Catalog) -> Item:
         found = [f"the output breaks {shown(serve.SCHEMA)}: {e}" for e in schema.errors(result, described)]
         if result["matches_plain_engine"] is not True:
             found.append(f"matches_plain_engine is {json.dumps(result['matches_plain_engine'])}: " + serve.MISMATCH)
-        found += serve.failures(result).values()
-        if result["heap_per_step"]["engine"] != 0:
-            found.append(f"the engine itself made {result['heap_per_step']['engine']} heap allocations per "
-                         "steady-state step, not 0: an engine keeps malloc off its hot path, the kit's thesis")
-        problems += [f"{manager}: {f}" for f in found]
+        problems += [f"{manager}: {f}" for f in found + _broken_promises(result)]
     try:
         problems += _serve_wide(catalog)
     except (serve.ServeError, UsageError) as err:
         problems.append(str(err))
     return Item(not problems, what, "\n".join(problems), time.monotonic() - start)
+
+
+def _broken_promises(result: dict) -> list[str]:
+    """What a run of the references shows wrong: what `serve` fails a run for (tokens, a leak,
+    requests unfinished), and any heap allocation of the engine's own in its steady state."""
+    broken = list(serve.failures(result).values())
+    if result["heap_per_step"]["engine"] != 0:
+        broken.append(f"the engine itself made {result['heap_per_step']['engine']} heap allocations per steady-state "
+                      "step, not 0: an engine keeps malloc off its hot path, the kit's thesis")
+    return broken
 
 
 def _serve_wide(catalog: Catalog) -> list[str]:
@@ -328,10 +334,7 @@ def _serve_wide(catalog: Catalog) -> list[str]:
         where = f"{manager} on {budget} blocks (the chat trace, the tiny model)"
         if result["tokens_digest"] != first["tokens_digest"]:
             problems.append(f"{where}: " + serve.MISMATCH)
-        problems += [f"{where}: {f}" for f in serve.failures(result).values()]
-        if result["heap_per_step"]["engine"] != 0:
-            problems.append(f"{where}: the engine itself made {result['heap_per_step']['engine']} heap allocations per "
-                            "steady-state step, not 0")
+        problems += [f"{where}: {f}" for f in _broken_promises(result)]
         if result["peak_running"] > result["max_seqs"]:
             problems.append(f"{where}: {result['peak_running']} sequences ran at once, more than max_seqs "
                             f"{result['max_seqs']}: forked samples must count at admission")
@@ -357,8 +360,8 @@ def _served_mistakes(catalog: Catalog, ex: Exercise):
         binary = serve.build_engine(catalog, "mistakes", serve.with_source(catalog, chosen, ex.solution_file))
         for manager in MANAGERS_SERVED:
             result = serve.run(binary, "chat", manager, SERVED_MISTAKE_SECONDS, model="tiny")
-            if serve.failures(result):
-                yield Item(False, what, f"{manager}: " + "; ".join(serve.failures(result).values()))
+            if found := serve.failures(result):
+                yield Item(False, what, f"{manager}: " + "; ".join(found.values()))
                 return
             want[manager] = result["tokens_digest"]
     except serve.ServeError as err:
