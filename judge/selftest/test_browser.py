@@ -37,6 +37,16 @@ def _site(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+class HeadingTest(unittest.TestCase):
+    def test_a_heading_that_shows_a_tag_as_text_is_reported(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            page = Path(tmp) / "page.html"
+            page.write_text('<h2 id="a">What &lt;tt&gt;serve&lt;/tt&gt; proves</h2><h3>Where <code>std::pmr</code> '
+                            'meets a &lt; b</h3><p>&lt;tt&gt; in prose is left to the text</p>')
+            self.assertEqual(browser._markup_shown_as_text(page),
+                             ["a heading shows markup as text: 'What <tt>serve</tt> proves'"])
+
+
 @unittest.skipUnless(browser.executable(), "chromium is not installed")
 class BrowserCheckTest(unittest.TestCase):
     @classmethod

@@ -133,6 +133,12 @@ class ForDoxygenTest(unittest.TestCase):
         self.assertEqual(self.convert("| `ArenaBasics.ExactFitSucceeds` | `a.b()` |"),
                          r"| \htmlonly<code>ArenaBasics.<wbr/>ExactFitSucceeds</code>\endhtmlonly | `a.b()` |")
 
+    def test_a_headings_code_becomes_plain_text(self):
+        # Doxygen 1.9 shows the tags of code in a heading as text: "What <tt>serve</tt> proves".
+        self.assertEqual(self.convert("### Where the arena meets `std::pmr` {#meets}\n"),
+                         "### Where the arena meets std::pmr {#meets}\n")
+        self.assertEqual(self.convert("Text with `std::pmr`\n"), "Text with `std::pmr`\n", "prose keeps its code")
+
     def test_code_blocks_are_left_alone(self):
         block = "```\n**x** [a](../docs/authoring.md)\n```\n"
         self.assertEqual(self.convert(block), block)

@@ -9,6 +9,7 @@ import base64
 import fcntl
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -326,6 +327,36 @@ class _Anchors(HTMLParser):
                 self.found.add(value)
 
 
+class _Headings(HTMLParser):
+    """The text of every heading of a page, as a reader sees it."""
+    def __init__(self):
+        super().__init__()
+        self.found: list[str] = []
+        self._depth = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+            if not self._depth:
+                self.found.append("")
+            self._depth += 1
+
+    def handle_endtag(self, tag):
+        if tag in ("h1", "h2", "h3", "h4", "h5", "h6") and self._depth:
+            self._depth -= 1
+
+    def handle_data(self, data):
+        if self._depth:
+            self.found[-1] += data
+
+
+def _markup_shown_as_text(path: Path) -> list[str]:
+    """Headings that show a tag as text, as Doxygen does with a code span in a heading."""
+    parser = _Headings()
+    parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return [f"a heading shows markup as text: {' '.join(h.split())!r}" for h in parser.found
+            if re.search(r"</?[A-Za-z][A-Za-z0-9]*>", h)]
+
+
 def _anchors_in(path: Path) -> set[str]:
     parser = _Anchors()
     parser.feed(path.read_text(encoding="utf-8", errors="replace"))
@@ -365,7 +396,7 @@ def check_site(root: Path, browser: Browser | None = None, screenshot: tuple[str
     problems = []
     for page, found in loads.items():
         name = page.relative_to(root).as_posix()
-        mine = list(found.problems)
+        mine = list(found.problems) + _markup_shown_as_text(page)
         for url in dict.fromkeys(found.links + found.local_images):
             mine += _broken(url, root, anchors_of)
         problems += [f"{name}: {p}" for p in dict.fromkeys(mine)]

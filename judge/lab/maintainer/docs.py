@@ -175,8 +175,11 @@ def for_doxygen(text: str, page: str, site: set[str]) -> str:
     A link to another page of the site stays (with an anchor, it becomes a reference to that
     anchor's label); a link to any other file of the kit becomes its path in plain text, since the
     site holds no such file; web links and images are left alone. Bold text becomes <b>, because
-    Doxygen shows the stars of a `**` that opens on a code span."""
+    Doxygen shows the stars of a `**` that opens on a code span. A heading's code spans become
+    plain text, because Doxygen shows the tags of code in a heading as text."""
     def line(text: str) -> str:
+        if text.startswith("#"):
+            text = _CODE_SPAN.sub(lambda m: m.group(2).strip(), text)
         spans: list[str] = []
 
         def hide(m: re.Match) -> str:
