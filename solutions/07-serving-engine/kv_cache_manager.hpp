@@ -97,7 +97,7 @@ class KVCacheManager {
     request.table.reserve(static_cast<std::size_t>(blocks));
     const int full = prefix_caching_ ? len / block_tokens_ : 0;
     const int first_new = static_cast<int>(hits.size());
-    NewEntries entries(cache_, static_cast<std::size_t>(full - first_new));  // first_new <= full
+    NewEntries entries(cache_, new_slots_, static_cast<std::size_t>(full - first_new));  // first_new <= full
     std::vector<int> idle;
     auto place = requests_.end();
     try {
@@ -146,16 +146,14 @@ class KVCacheManager {
     room_for_one_more(request.tokens);
     if (needs_block) room_for_one_more(request.table);
     if (shared) room_for_one_more(copies);
-    NewEntries entries(cache_, fills && prefix_caching_ ? 1 : 0);  // most tokens fill no block
+    NewEntries entries(cache_, new_slots_, fills && prefix_caching_ ? 1 : 0);  // most tokens fill no block
+    request.tokens.push_back(token);  // room made: cannot throw, and taken back if anything below does
     int fresh = -1;
     try {
-      if (fills && prefix_caching_) {
-        std::vector<int> key(static_cast<std::size_t>(n) + 1, token);  // the tokens so far, then `token`
-        std::copy(request.tokens.begin(), request.tokens.end(), key.begin());
-        entries.add(std::move(key));
-      }
+      if (fills && prefix_caching_) entries.add(request.tokens);  // the key: the tokens so far, `token` last
       if (takes && pool_.num_free() > 0) fresh = pool_.allocate(1)->front();
     } catch (...) {
+      request.tokens.pop_back();
       entries.undo();
       throw;
     }
@@ -171,7 +169,6 @@ class KVCacheManager {
       copies.push_back({old, fresh});
       ++stats_.copies;
     }
-    request.tokens.push_back(token);
     if (fills && prefix_caching_) entries.fill(0, request.table.back(), *this);
     return true;
   }
@@ -220,29 +217,51 @@ class KVCacheManager {
     std::vector<int> table;
   };
 
+  // Hash and equality take any run of tokens (`is_transparent`), so that a lookup needs no key
+  // of its own: find(span) looks a prefix up where it lies, and only a new entry copies it.
   struct PrefixHash {
-    std::size_t operator()(const std::vector<int>& tokens) const noexcept {
+    using is_transparent = void;
+    std::size_t operator()(std::span<const int> tokens) const noexcept {
       std::uint64_t h = 14695981039346656037ull;  // FNV-1a over the tokens' values
       for (const int t : tokens) h = (h ^ static_cast<std::uint32_t>(t)) * 1099511628211ull;
       return static_cast<std::size_t>(h);
     }
   };
 
-  using Cache = std::unordered_map<std::vector<int>, int, PrefixHash>;  // whole prefix -> block
+  struct PrefixEqual {
+    using is_transparent = void;
+    bool operator()(std::span<const int> a, std::span<const int> b) const noexcept {
+      return std::ranges::equal(a, b);
+    }
+  };
+
+  using Cache = std::unordered_map<std::vector<int>, int, PrefixHash, PrefixEqual>;  // whole prefix -> block
   using Entry = Cache::value_type;  // a rehash moves no entry: pointers to them stay valid
 
   static constexpr int kNoBlock = -1;    // an entry made ready for a block not yet known
   static constexpr int kNotListed = -1;  // the links of a block not on the unused list
 
   /// The cache entries one call will fill, one per new full block: inserted before anything
-  /// changes (inserting allocates), erased again by undo() if a later allocation fails.
+  /// changes (inserting allocates), erased again by undo() if a later allocation fails. Their
+  /// list is the manager's, kept from call to call, so that a call reuses the room the last
+  /// one made instead of allocating its own.
   class NewEntries {
    public:
-    NewEntries(Cache& cache, std::size_t n) : cache_(cache) { slots_.reserve(n); }
+    struct Slot {
+      Entry* entry;
+      bool inserted;
+    };
 
-    /// The entry for `key`: a new one, or the one another block already holds.
-    void add(std::vector<int> key) {
-      const auto [at, inserted] = cache_.try_emplace(std::move(key), kNoBlock);
+    NewEntries(Cache& cache, std::vector<Slot>& slots, std::size_t n) : cache_(cache), slots_(slots) {
+      slots_.clear();
+      slots_.reserve(n);
+    }
+
+    /// The entry for `key`: the one another block already holds, or a new one, which copies it.
+    void add(std::span<const int> key) {
+      auto at = cache_.find(key);
+      const bool inserted = at == cache_.end();
+      if (inserted) at = cache_.try_emplace(std::vector<int>(key.begin(), key.end()), kNoBlock).first;
       slots_.push_back({&*at, inserted});  // reserved: cannot throw
     }
 
@@ -267,16 +286,12 @@ class KVCacheManager {
     }
 
    private:
-    struct Slot {
-      Entry* entry;
-      bool inserted;
-    };
     Cache& cache_;
-    std::vector<Slot> slots_;
+    std::vector<Slot>& slots_;
   };
 
-  std::vector<int> prefix(std::span<const int> tokens, int blocks) const {
-    return {tokens.begin(), tokens.begin() + blocks * block_tokens_};
+  std::span<const int> prefix(std::span<const int> tokens, int blocks) const {
+    return tokens.first(static_cast<std::size_t>(blocks * block_tokens_));
   }
 
   /// Evicts the cached block unused longest and hands it to the caller: the cache's reference
@@ -374,6 +389,7 @@ class KVCacheManager {
   std::vector<Links> links_;      // the unused list, by block number, sentinel last
   int unused_ = 0;                // blocks on the unused list
   PrefixCacheStats stats_{};
+  std::vector<NewEntries::Slot> new_slots_;  // NewEntries' list, kept for its room
 };
 
 }  // namespace alloclab
