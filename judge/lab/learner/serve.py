@@ -203,16 +203,17 @@ def require_sources() -> None:
                          "of the kit (`git pull`)")
 
 
-def build_engine(catalog: Catalog, name: str, chosen: list[Source], compiler: str = COMPILER) -> Path:
+def build_engine(catalog: Catalog, name: str, chosen: list[Source], compiler: str = COMPILER,
+                 target: str = TARGET) -> Path:
     """Configures build/serve-<name> as a release tree with the chosen headers and builds the
-    engine in it; its path, or ServeError."""
+    engine in it (or another of the tree's programs, `target`); its path, or ServeError."""
     require_sources()
     where = tree(name)
     with build.locked(where):
-        built = build.configure_and_build(where, TARGET, compiler, "release", build.Impl("solutions"), "", False,
+        built = build.configure_and_build(where, target, compiler, "release", build.Impl("solutions"), "", False,
                                           catalog.limits.build_timeout_seconds, cache_variables(chosen, where))
     if built.ok:
-        return where / TARGET
+        return where / target
     raise ServeError(*compile_problem(built, chosen))
 
 

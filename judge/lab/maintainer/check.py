@@ -277,6 +277,9 @@ def _benchmarks(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
     return Item(bool(results), what, "" if results else "the benchmark binary ran no benchmark")
 
 
+ENGINE_GUARDS = "alloclab_engine_guards"
+
+
 def _serve(catalog: Catalog) -> Item:
     """A short `serve --trace tiny --with reference` under each manager, as --compare serves it: the
     engine builds on the references (so a change to any of them that breaks it shows), every manager
@@ -285,7 +288,7 @@ def _serve(catalog: Catalog) -> Item:
             "request's tokens equal to the plain engine's, no block held at the end, no heap allocation of the "
             "engine's own in its steady state, and its output as its schema says (serve --trace tiny --compare "
             "--with reference); and on four times the chat trace's budget, the same, with no more sequences at once "
-            "than max_seqs")
+            "than max_seqs; and the engine's own tests of what it refuses pass")
     if not serve.SOURCE.is_file():
         return Item(None, what, f"the engine's sources ({shown(serve.SOURCE)}) are not in this tree yet")
     start = time.monotonic()
@@ -302,10 +305,25 @@ def _serve(catalog: Catalog) -> Item:
             found.append(f"matches_plain_engine is {json.dumps(result['matches_plain_engine'])}: " + serve.MISMATCH)
         problems += [f"{manager}: {f}" for f in found + _broken_promises(result)]
     try:
-        problems += _serve_wide(catalog)
+        problems += _serve_wide(catalog) + _engine_guards(catalog)
     except (serve.ServeError, UsageError) as err:
         problems.append(str(err))
     return Item(not problems, what, "\n".join(problems), time.monotonic() - start)
+
+
+def _engine_guards(catalog: Catalog) -> list[str]:
+    """The engine's own tests (judge/engine/tests/), built beside serve on the references: what
+    the engine refuses before it serves, and how the reserving manager answers a call it cannot."""
+    binary = serve.build_engine(catalog, "reference", serve.sources(catalog, Progress(), "reference"),
+                                target=ENGINE_GUARDS)
+    result = process.run([str(binary), "--gtest_brief=1"], cwd=binary.parent,
+                         timeout=catalog.limits.bench_timeout_seconds, keep_bytes=64 << 10)
+    if result.timed_out or result.signal_name or result.returncode != 0:
+        how = ("timed out" if result.timed_out else f"crashed ({result.signal_name})" if result.signal_name
+               else "failed")
+        said = ui.indent(result.stdout.text()[-3000:].strip(), "  ", max_lines=30, more="")
+        return [f"the engine's own tests ({shown(binary)}) {how}:\n{said}"]
+    return []
 
 
 def _broken_promises(result: dict) -> list[str]:

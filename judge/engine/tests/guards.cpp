@@ -1,0 +1,123 @@
+// The engine's own guards: what it refuses before it serves, and what the reserving manager
+// does with a call it cannot answer. These are about the kit's code, not a learner's, so they
+// are not a stage: `judge.py check` builds them beside `serve` on the references and runs them.
+//
+// What they leave to others: a manager whose slot or block table points outside the KV buffer
+// is stopped by the engine before the model runs, and the known mistakes of exercise 07 served
+// by `check` prove it; a step larger than the ring cannot be made with these options.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine.hpp"
+
+namespace {
+
+using namespace alloclab::engine;
+
+const Model& tiny_model() {
+  static const Model model(kTinyModel);
+  return model;
+}
+
+EngineOptions roomy() {
+  EngineOptions o;
+  o.kv_blocks = 256;
+  o.block_tokens = 4;
+  o.max_batch_tokens = 64;
+  o.max_seqs = 16;
+  o.two_threads = false;
+  return o;
+}
+
+Trace one_request(int prompt_tokens, int new_tokens, int samples) {
+  Trace t{"one", {}, new_tokens};
+  t.requests.push_back({0, std::vector<int>(static_cast<std::size_t>(prompt_tokens), 7), new_tokens, samples, 1});
+  return t;
+}
+
+/// The message of the std::invalid_argument that building the engine throws; empty if none.
+std::string refusal(const Trace& trace, const EngineOptions& o) {
+  try {
+    ServedEngine engine(tiny_model(), trace, o);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(EngineRefuses, ARequestThatReachesPastTheModelsLastPosition) {
+  const int last = kTinyModel.max_positions - 1;
+  EXPECT_EQ(refusal(one_request(kTinyModel.max_positions - 8, 8, 1), roomy()), "")
+      << "a request that ends at position " << last << ", the model's last, fits";
+  const std::string why = refusal(one_request(kTinyModel.max_positions - 8, 9, 1), roomy());
+  EXPECT_NE(why.find("reaches position " + std::to_string(last + 1)), std::string::npos)
+      << "A request one token longer would read a rotary position the model does not have; the engine must refuse it "
+         "when it is built, naming the position, not fail mid-run. It said: \""
+      << why << "\"";
+}
+
+TEST(EngineRefuses, MoreParallelSamplesThanItRunsAtOnce) {
+  EngineOptions o = roomy();
+  o.max_seqs = 2;
+  EXPECT_NE(refusal(one_request(8, 4, 3), o).find("3 samples; max_seqs is 2"), std::string::npos)
+      << "Three samples fork at admission and run together: with max_seqs 2 the request could never be admitted.";
+}
+
+TEST(EngineRefuses, ABudgetOrABatchOfNothing) {
+  for (auto blank : {&EngineOptions::kv_blocks, &EngineOptions::block_tokens, &EngineOptions::max_batch_tokens,
+                     &EngineOptions::max_seqs}) {
+    EngineOptions o = roomy();
+    o.*blank = 0;
+    EXPECT_NE(refusal(one_request(8, 4, 1), o).find("must be positive"), std::string::npos)
+        << "Options of zero must be refused before any member is sized from them.";
+  }
+}
+
+TEST(EngineServes, ForkedSamplesCountAgainstMaxSeqs) {
+  const Trace trace = make_trace("tiny", kTinyModel.vocab);
+  int most_samples = 0;
+  for (const TraceRequest& r : trace.requests) most_samples = std::max(most_samples, r.samples);
+  ASSERT_GT(most_samples, 1) << "the tiny trace was meant to fork";
+  EngineOptions o = roomy();
+  o.max_seqs = most_samples;
+  ServedEngine engine(tiny_model(), trace, o);
+  RunStats stats;
+  const Outputs out = engine.run(stats);
+  for (std::size_t r = 0; r < trace.requests.size(); ++r)
+    for (const auto& sample : out[r])
+      ASSERT_EQ(sample.size(), static_cast<std::size_t>(trace.requests[r].new_tokens)) << "request " << r << " was not served whole";
+  EXPECT_LE(stats.peak_running, o.max_seqs)
+      << "A request's samples fork at admission: the admission must count them all, or the batch outgrows max_seqs.";
+}
+
+TEST(ReserveManagerCalls, NameAnUnknownSequenceWithInvalidArgument) {
+  ReserveManager m(8, 4);
+  const std::vector<int> prompt(5, 1);
+  ASSERT_EQ(m.admit(0, prompt, 8, 1), 0);
+  std::vector<KvCopy> copies;
+  EXPECT_THROW(m.release(1), std::invalid_argument);
+  EXPECT_THROW((void)m.append_token(1, 3, copies), std::invalid_argument);
+  EXPECT_THROW(m.fork(1, 2, copies), std::invalid_argument);
+  EXPECT_THROW((void)m.block_table(1), std::invalid_argument);
+  EXPECT_THROW((void)m.slot(1, 0), std::invalid_argument);
+  EXPECT_THROW((void)m.held_blocks(1), std::invalid_argument);
+  EXPECT_EQ(m.num_free_blocks(), 6) << "a call that throws changes nothing";
+  m.release(0);
+  EXPECT_THROW(m.release(0), std::invalid_argument) << "a released sequence is unknown: a second release must not "
+                                                       "give its blocks back twice";
+  EXPECT_EQ(m.audit(1), "");
+}
+
+TEST(ReserveManagerCalls, RefuseAPositionOutsideTheSequence) {
+  ReserveManager m(8, 4);
+  const std::vector<int> prompt(5, 1);
+  ASSERT_EQ(m.admit(0, prompt, 8, 1), 0);
+  EXPECT_EQ(m.slot(0, 4), m.block_table(0)[1] * 4);
+  EXPECT_THROW((void)m.slot(0, 5), std::out_of_range) << "position 5 of a 5-token sequence has no KV yet";
+  EXPECT_THROW((void)m.slot(0, -1), std::out_of_range);
+}
+
+}  // namespace
