@@ -400,6 +400,34 @@ class CommandTest(unittest.TestCase):
         ok, out, _ = self.serve("--compare")
         self.assertIn("(median of 3 runs;", out)
 
+    def test_the_reference_managers_heap_count_stands_beside_the_managers_own(self):
+        ok, out, _ = self.serve("--compare", "--json", "--repeat", "1", "--with", "reference")
+        data = {d["manager"]: d for d in json.loads(out)}
+        self.assertEqual(len(self.log.read_text().splitlines()), 3, "the reference's count needs no run of its own")
+        for m in ("paged", "prefix"):
+            self.assertEqual(data[m]["reference_manager_heap_per_step"], data[m]["heap_per_step"]["kv_cache_manager"])
+        self.assertNotIn("reference_manager_heap_per_step", data["reserve"], "reserve is the kit's manager, not 07's")
+
+    def test_a_learners_manager_is_served_once_more_with_the_reference_for_its_heap_count(self):
+        header = FAKE   # it stands in for a learner's header: the build is the fake's
+        targets = []
+
+        def build_engine(*args, target=serve.TARGET, **kwargs):
+            targets.append(target)
+            return FAKE
+        with mock.patch.object(serve, "build_engine", build_engine):
+            ok, out, err = self.serve("--json", "--source", str(header))
+        self.assertTrue(ok, err)
+        self.assertEqual(targets, [serve.TARGET, serve.REFERENCE_MANAGER_TARGET])
+        runs = self.log.read_text().splitlines()
+        self.assertEqual(len(runs), 2)
+        self.assertIn("--no-plain", runs[1])
+        self.assertIn(f"--kv-blocks {RESULT['kv_blocks']}", runs[1], "the reference serves the same budget")
+        self.assertEqual(json.loads(out)["reference_manager_heap_per_step"], RESULT["heap_per_step"]["kv_cache_manager"])
+        self.assertIn("the reference manager makes", err)
+        ok, out, _ = self.serve("--source", str(header))
+        self.assertIn("    the reference's", out)
+
     def test_the_median_run_stands_for_its_manager_and_the_ratios_use_medians(self):
         runs = [result(tokens_per_second=v) for v in (900.0, 1500.0, 1000.0)]
         chosen = serve.median_run(runs)
@@ -479,12 +507,12 @@ class CommandTest(unittest.TestCase):
 
     def test_source_serves_a_file_as_the_managers_header_in_a_tree_of_its_own(self):
         trees = []
-        with mock.patch.object(serve, "build_engine", lambda catalog, name, chosen, *a: trees.append(
+        with mock.patch.object(serve, "build_engine", lambda catalog, name, chosen, *a, **k: trees.append(
                 (name, chosen)) or FAKE):
             ok, out, _ = self.serve("--source", str(FAKE), "--model", "tiny")
         self.assertTrue(ok)
         name, chosen = trees[0]
-        self.assertEqual(name, serve.SOURCE_TREE)
+        self.assertEqual([name for name, _ in trees], [serve.SOURCE_TREE] * 2, "the reference manager's engine too")
         given = [s for s in chosen if s.file is not None]
         self.assertEqual([(s.exercise.header, s.file) for s in given], [(serve.MANAGER_HEADER, FAKE)])
         self.assertIn(f"as 07's {serve.MANAGER_HEADER}", out)

@@ -44,6 +44,7 @@ from ..model.progress import Progress, Standing
 ENGINE = ROOT / "judge" / "engine"
 SOURCE = ENGINE / "serve.cpp"
 TARGET = "alloclab_serve"
+REFERENCE_MANAGER_TARGET = "alloclab_serve_reference_manager"  # the same engine, with exercise 07's reference
 OUT = ROOT / "build" / "serve"
 TRACES = ("chat", "tiny")
 MANAGERS = ("prefix", "paged", "reserve")
@@ -462,6 +463,7 @@ ROWS = (
     ("heap allocations/step", lambda r: _per_step(r["heap_allocations_per_step"])),
     ("  the engine's own", lambda r: _per_step(r["heap_per_step"]["engine"])),
     ("  the KV cache manager's", lambda r: _per_step(r["heap_per_step"]["kv_cache_manager"])),
+    ("    the reference's", lambda r: _per_step(r.get("reference_manager_heap_per_step"))),
     ("  the other allocators'", lambda r: _per_step(r["heap_per_step"]["allocators"])),
     ("  the plain engine's", lambda r: _per_step(r["plain_heap_allocations_per_step"])),
     ("TTFT, steps (med/p99)", lambda r: _latency(r, "ttft_steps")),
@@ -478,8 +480,9 @@ ROWS = (
 EXPLAINED = ("KV utilization: tokens stored ÷ the token slots of the blocks handed out, averaged over the steps. "
              "Heap allocations/step: calls of operator new in a steady-state step (from the end of one step to "
              "the end of the next, arrivals included), by whom: the engine itself (scheduler, inputs, runner, "
-             "metrics), the KV cache manager's calls, and the other allocators growing (the sequence pool, the "
-             "caching allocator); against the plain engine's std::vector for everything. TTFT: time to first token, from a request's arrival "
+             "metrics), the KV cache manager's calls (beside them the reference manager's, in the same engine "
+             "on the same trace and budget), and the other allocators growing (the sequence pool, the caching "
+             "allocator); against the plain engine's std::vector for everything. TTFT: time to first token, from a request's arrival "
              "to the end of the step that sampled its first token; TPOT: time per output token after the first, "
              "per sample; median and 99th percentile. Prefill / decode time: the steps that computed a prompt, "
              "and the steps that only decoded. Decode GB/s and GFLOP/s: what the decode-only steps read and "
@@ -1004,6 +1007,33 @@ def serve_managers(binary: Path, args, catalog: Catalog, managers: tuple[str, ..
     return runs
 
 
+def beside_the_reference(results: dict[str, dict], args, catalog: Catalog, chosen: list[Source], talk) -> None:
+    """Adds to each result of exercise 07's manager (paged, prefix) `reference_manager_heap_per_step`:
+    the heap allocations per step that the reference manager makes in the same engine, on the
+    same trace, model, seed and budget, so that a learner sees what their own manager costs. When
+    the manager is the reference, that is its own figure; otherwise the same engine, built with the
+    reference's header in place of the learner's, serves the trace once more (without the plain
+    engine), for that count alone."""
+    served = [m for m in results if m != "reserve"]
+    manager = next(s for s in chosen if s.exercise.header == MANAGER_HEADER)
+    if not manager.yours:
+        for m in served:
+            results[m]["reference_manager_heap_per_step"] = results[m]["heap_per_step"]["kv_cache_manager"]
+        return
+    if not served:
+        return
+    tree_name = SOURCE_TREE if args.source else args.with_
+    binary = build_engine(catalog, tree_name, chosen, target=REFERENCE_MANAGER_TARGET)
+    for m in served:
+        mine = results[m]
+        bar = ProgressBar(f"{m:>7}, the reference manager")
+        theirs = run(binary, mine["trace"], m, catalog.limits.bench_timeout_seconds, mine["kv_blocks"], bar,
+                     model=args.model, plain=False, seed=args.seed)
+        mine["reference_manager_heap_per_step"] = theirs["heap_per_step"]["kv_cache_manager"]
+        print(ui.paint(f"  {m}: the reference manager makes {_per_step(theirs['heap_per_step']['kv_cache_manager'])} "
+                       "heap allocations per step", "dim"), file=talk, flush=True)
+
+
 def judged_by_digest(result: dict, plain: tuple[str, float] | None) -> tuple[str, float] | None:
     """Judges a run made without the plain engine (while `plain`, its digest and heap figure, is
     known) by its `tokens_digest`; a run that was compared and matched makes `plain` known. Returns
@@ -1052,10 +1082,11 @@ def serve_command(args, catalog: Catalog) -> bool:
             return sweep_command(binary, args, catalog, blame, chosen, out_dir, talk)
         managers = COMPARED if args.compare else (args.manager or "prefix",)
         runs = serve_managers(binary, args, catalog, managers, repeat, args.kv_blocks, blame, talk)
+        results = {m: dict(median_run(r), **{"with": whose(chosen)}) for m, r in runs.items()}
+        beside_the_reference(results, args, catalog, chosen, talk)
     except ServeError as err:
         print(ui.paint(str(err), "red"), file=talk)
         return False
-    results = {m: dict(median_run(r), **{"with": whose(chosen)}) for m, r in runs.items()}
 
     pictures = []
     mine = [f"{s.exercise.id:02d}" for s in chosen if s.yours]
