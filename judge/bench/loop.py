@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "judge"))
 
-from lab.engine import build  # noqa: E402
+from lab.core import build  # noqa: E402
 from lab.model import catalog as cat  # noqa: E402
 
 # What each kind of try appends to its copy of a header, and the verdict it must get.

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import pipe
-from .engine.build import COMPILER_HELP
+from .core.build import COMPILER_HELP
 from .model import catalog as cat
 from .model.errors import UsageError
 

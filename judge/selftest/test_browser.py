@@ -120,7 +120,7 @@ class BrowserCheckTest(unittest.TestCase):
     def test_a_judge_finishing_meanwhile_leaves_the_browser_alone(self):
         # `check` loads the docs while other threads judge; each program the judge runs kills, once
         # it ends, the children of the judge it did not start: the browser is not one of those.
-        from lab.engine import process
+        from lab.core import process
         process.run(["true"], timeout=30, keep_bytes=100)
         self.assertEqual(self.check("after-a-run", {}), [], "chromium must outlive a program run beside it")
 

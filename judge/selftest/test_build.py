@@ -2,7 +2,7 @@
 import unittest
 from pathlib import Path
 
-from lab.engine import build
+from lab.core import build
 
 LOG = """[1/2] Building CXX object CMakeFiles/test_01-arena.dir/Unity/unity_0_cxx.cxx.o
 FAILED: CMakeFiles/test_01-arena.dir/Unity/unity_0_cxx.cxx.o

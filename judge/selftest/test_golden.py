@@ -6,7 +6,7 @@ from __future__ import annotations
 import unittest
 from pathlib import Path
 
-from lab.engine import build, sanitizers
+from lab.core import build, sanitizers
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 COMPILERS = ("g++-12", "clang++-14", "clang++-19")  # the folders of golden/

@@ -18,7 +18,7 @@ import types
 import unittest
 from pathlib import Path
 
-from lab.engine import build, judging
+from lab.core import build, judging
 from lab.model import catalog as cat, results
 from lab.model.catalog import Stage
 

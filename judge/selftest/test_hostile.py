@@ -26,7 +26,7 @@ import time
 import unittest
 from pathlib import Path
 
-from lab.engine import build, judging
+from lab.core import build, judging
 from lab.model import catalog as cat, results
 from lab.learner import report
 from lab.model.catalog import ROOT, Exercise, Stage

@@ -5,7 +5,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lab.engine import integrity
+from lab.core import integrity
 
 CLEAN = """#pragma once
 #include <cstddef>

@@ -13,11 +13,11 @@ LAB = Path(__file__).resolve().parents[1] / "lab"
 ALLOWED = {
     "terminal": set(),
     "model": {"model"},
-    "engine": {"terminal", "model", "engine"},
-    "learner": {"terminal", "model", "engine", "learner"},
-    "instructor": {"terminal", "model", "engine", "learner", "instructor"},
-    "maintainer": {"terminal", "model", "engine", "learner", "maintainer"},
-    "cli": {"terminal", "model", "engine", "learner", "instructor", "maintainer"},
+    "core": {"terminal", "model", "core"},
+    "learner": {"terminal", "model", "core", "learner"},
+    "instructor": {"terminal", "model", "core", "learner", "instructor"},
+    "maintainer": {"terminal", "model", "core", "learner", "maintainer"},
+    "cli": {"terminal", "model", "core", "learner", "instructor", "maintainer"},
 }
 
 
@@ -84,7 +84,7 @@ class Layers(unittest.TestCase):
 
     def test_the_layers_are_folders(self):
         self.assertEqual(sorted(p.name for p in LAB.iterdir() if p.is_dir() and p.name != "__pycache__"),
-                         ["engine", "instructor", "learner", "maintainer", "model"])
+                         ["core", "instructor", "learner", "maintainer", "model"])
         self.assertEqual(sorted(p.name for p in LAB.glob("*.py")), ["__init__.py", "cli.py", "pipe.py", "ui.py"])
 
 

@@ -9,7 +9,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lab.engine import listing
+from lab.core import listing
 from lab.model.catalog import ROOT
 
 STAGE_FILE = r"""
@@ -104,7 +104,7 @@ class TheListIsTrusted(unittest.TestCase):
         import os
         from unittest import mock
 
-        from lab.engine import build
+        from lab.core import build
         from lab.model import catalog as cat
         exercise = cat.load().resolve("1")
         with tempfile.TemporaryDirectory() as tmp:
@@ -132,7 +132,7 @@ class OneListPerCompilerAndInstrumentation(unittest.TestCase):
         import os
         from unittest import mock
 
-        from lab.engine import build
+        from lab.core import build
         from lab.model import catalog as cat
         exercise, limits = cat.load().resolve("1"), cat.load().limits
         with tempfile.TemporaryDirectory() as tmp:

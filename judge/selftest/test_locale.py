@@ -11,7 +11,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from lab.engine import build, process
+from lab.core import build, process
 
 BROKEN = "// the learner's header\ninline int answer() { return undeclared_name; }\n"
 

@@ -7,7 +7,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lab.engine import build, gtest_report, sanitizers
+from lab.core import build, gtest_report, sanitizers
 from lab.learner import junit, report
 from lab.model.catalog import Exercise, Limits, Stage
 from lab.model import results

@@ -3,7 +3,7 @@ import sys
 import time
 import unittest
 
-from lab.engine import process
+from lab.core import process
 
 
 class RunTest(unittest.TestCase):

@@ -4,7 +4,7 @@ import subprocess
 import tomllib
 import unittest
 
-from lab.engine import sanitizers
+from lab.core import sanitizers
 from lab.model.catalog import CATALOG, ROOT
 
 ASAN = """=================================================================

@@ -17,7 +17,7 @@ from pathlib import Path
 from unittest import mock
 
 from lab import cli
-from lab.engine import build
+from lab.core import build
 from lab.learner import serve
 from lab.model import catalog as cat
 from lab.model.errors import UsageError

@@ -1,7 +1,7 @@
 """Reading what a test program said: its JSON report, and its console output when it died."""
 import unittest
 
-from lab.engine import gtest_report
+from lab.core import gtest_report
 from lab.model import results
 
 STDOUT_BEFORE_A_CRASH = """[==========] Running 3 tests from 1 test suite.

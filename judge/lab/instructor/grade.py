@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import ui
-from ..engine import build
+from ..core import build
 from ..model.catalog import Catalog, Exercise, shown
 from ..model.errors import UsageError
 from ..model.files import write_atomically

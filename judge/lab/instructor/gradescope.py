@@ -28,7 +28,7 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..engine import build
+from ..core import build
 from ..learner import bench
 from ..model import catalog as cat
 from ..model.catalog import ROOT, Catalog, Exercise, shown

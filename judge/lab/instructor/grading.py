@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import ui
-from ..engine import build, judging, process
+from ..core import build, judging, process
 from ..learner import report
 from ..model.catalog import Catalog, Exercise, shown
 from ..model.files import write_atomically

@@ -37,7 +37,7 @@ import uuid
 from html import escape
 from pathlib import Path
 
-from ..engine import build
+from ..core import build
 from ..model.catalog import ROOT, Catalog, Exercise, shown
 from ..model.errors import UsageError
 from ..model.files import write_atomically

@@ -13,7 +13,7 @@ import json
 import re
 import statistics
 
-from ..engine import build, process
+from ..core import build, process
 from . import memory_map
 from ..model.errors import UsageError
 from ..model.progress import Progress, Standing

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from html import escape
 
-from ..engine import build, process
+from ..core import build, process
 from ..model.catalog import ROOT, Exercise, shown
 
 OUT = ROOT / "build" / "memory-map"

@@ -36,7 +36,7 @@ from html import escape
 from pathlib import Path
 
 from .. import ui
-from ..engine import build, process
+from ..core import build, process
 from ..model.catalog import ROOT, Catalog, Exercise, shown
 from ..model.errors import UsageError
 from ..model.progress import Progress, Standing

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from . import overview, report, workspace
-from ..engine import build, judging
+from ..core import build, judging
 from ..model.catalog import Catalog
 from ..model.errors import UsageError
 from ..model.progress import Progress

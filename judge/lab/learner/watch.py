@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..engine import build
+from ..core import build
 from . import workspace, overview, report
 from ..model.progress import Progress, Standing
 from .. import ui

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..engine import build, judging
+from ..core import build, judging
 from ..model.errors import UsageError
 from ..model.progress import Progress, digest
 from ..model.results import Verdict

@@ -21,7 +21,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ..engine import process
+from ..core import process
 
 NAMES = ("chromium", "chromium-browser", "google-chrome")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -79,7 +79,7 @@ class Browser:
         script = f'exec "$0" "$@" 3<&{high[0]} 4>&{high[1]} {high[0]}<&- {high[1]}>&-'
         try:
             # Registered: `check` judges in other threads meanwhile, and each of their runs kills
-            # the children of the judge it did not start (engine/process.py).
+            # the children of the judge it did not start (core/process.py).
             self._proc = process.start_kept(
                 [shutil.which("bash") or "/bin/bash", "-c", script, path, *FLAGS, f"--user-data-dir={self._profile}", "about:blank"],
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, pass_fds=high)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..learner import bench, serve
 from . import browser, docs
-from ..engine import build, process, sanitizers, judging
+from ..core import build, process, sanitizers, judging
 from .. import ui
 from .lint import validate
 from ..model.catalog import ROOT, Catalog, Exercise, shown

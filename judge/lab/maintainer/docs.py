@@ -18,8 +18,8 @@ from pathlib import Path
 
 from . import browser
 from .markdown import outside_code
-from ..engine import process
-from ..engine.build import BUILD_ROOT
+from ..core import process
+from ..core.build import BUILD_ROOT
 from ..learner import quiz
 from ..model.catalog import ROOT, Catalog, CatalogError, Exercise
 from ..model.errors import UsageError

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from . import browser, docs
-from ..engine import process
+from ..core import process
 from .. import ui
 from ..model.catalog import ROOT
 from ..model.errors import UsageError

@@ -21,7 +21,7 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from ..engine import build, judging
+from ..core import build, judging
 from .. import ui
 from ..model.catalog import ROOT, Catalog, Exercise
 

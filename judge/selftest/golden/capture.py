@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from lab.engine import process as runner, sanitizers  # noqa: E402
+from lab.core import process as runner, sanitizers  # noqa: E402
 
 COMPILERS = ("g++-12", "clang++-14", "clang++-19")
 PLACE = "/alloclab"
