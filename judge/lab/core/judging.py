@@ -127,7 +127,10 @@ def judge(request: Request, limits: Limits) -> Verdict:
             hung_under = config.label if hung else ""
             unbuilt_under = config.label if config.build.error else ""
         tampering = macros.result()
-    passed = bool(configs) and not tampering and all(s.status == StageStatus.PASSED for c in configs for s in c.stages)
+    for stage in (s for c in configs for s in c.stages):
+        if tampering and (stage.status == StageStatus.PASSED or any(t.status != TestStatus.NOT_RUN for t in stage.tests)):
+            stage.status = StageStatus.TAMPERED   # what its tests reported went through the altered macros
+    passed = bool(configs) and all(s.status == StageStatus.PASSED for c in configs for s in c.stages)
     left_out = [s.number for s in exercise.stages if s not in stages]
     return Verdict(exercise.name, exercise.title, request.impl.label, shown(focus), passed, configs,
                    tampering, time.monotonic() - start, left_out)
