@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import unittest
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from lab.core import build, judging
@@ -156,6 +157,9 @@ class HostileCorpus(unittest.TestCase):
             self.assertTrue(any(not c.build.ok for c in verdict.configs), where)
         elif case.outcome == "tampering":
             self.assertTrue(verdict.tampering, where)
+            # A stage whose tests ran through the altered macros reads so, never as passed, in every output.
+            self.assertLessEqual({s.status for c in verdict.configs for s in c.stages},
+                                 {results.StageStatus.TAMPERED, results.StageStatus.NOT_BUILT}, where)
         elif case.outcome == "problem":
             self.assertTrue(any(s.problems for c in verdict.configs for s in c.stages), where)
         elif case.outcome:
@@ -180,6 +184,9 @@ class HostileCorpus(unittest.TestCase):
             self.assertEqual(formats.junit_errors(xml_path.read_text(encoding="utf-8")), [], case.path.name)
             self.assertIn(f'failures="0" errors="0"' if verdict.passed else "<testcase",
                           xml_path.read_text(encoding="utf-8"))
+            if verdict.tampering:
+                cases = ET.fromstring(xml_path.read_text(encoding="utf-8")).iter("testcase")
+                self.assertEqual([c.get("name") for c in cases if not len(c)], [], f"{case.path.name}: a test case passes")
 
         if case.cli:
             self.judge_through_cli(case, exercise, verdict)
@@ -198,6 +205,8 @@ class HostileCorpus(unittest.TestCase):
         # One stage judged: a pass says so, and never that the exercise passed.
         self.assertEqual(data["verdict"], "stages passed" if case.verdict == "passed" else case.verdict, case.path.name)
         self.assertEqual(formats.json_errors(data), [], case.path.name)
+        if verdict.tampering:
+            self.assertLessEqual({s["status"] for s in data["stages"]}, {"tampered", "not built"}, case.path.name)
         self.assertEqual(wait_for_no_leftovers(), [], f"{case.path.name}: test programs left running (CLI)")
         self.assertEqual(fingerprint(case.path), before, f"{case.path.name}: the CLI changed the learner's file")
 

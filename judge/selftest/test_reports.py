@@ -11,7 +11,7 @@ from lab.core import build, gtest_report, sanitizers
 from lab.learner import junit, report
 from lab.model.catalog import Exercise, Limits, Stage
 from lab.model import results
-from lab.model.results import BuildSummary, ConfigResult, StageResult, TestOutcome, Verdict
+from lab.model.results import BuildSummary, ConfigResult, StageResult, StageStatus, TestOutcome, Verdict
 
 from . import formats
 
@@ -48,6 +48,48 @@ def passing_verdict() -> Verdict:
     stage = StageResult(1, "ArenaBasics", "basics", "goal", "passed", [TestOutcome("ArenaBasics.A", "passed")])
     return Verdict("01-arena", "The arena", "exercises", "exercises/01-arena/arena.hpp", True,
                    [ConfigResult("clang", "asan", BuildSummary(True, 1.0), [stage])])
+
+
+def tampered_verdict() -> Verdict:
+    """What the judge finds for a header that rewrites EXPECT_EQ: every test it ran passed."""
+    stage = StageResult(1, "ArenaBasics", "basics", "goal one", StageStatus.TAMPERED,
+                        [TestOutcome("ArenaBasics.A", "passed"), TestOutcome("ArenaBasics.B", "passed")])
+    return Verdict("01-arena", "The arena", "source", "arena.hpp", False,
+                   [ConfigResult("clang", "asan", BuildSummary(True, 1.0), [stage])],
+                   ["it redefines EXPECT_EQ, a macro of the test framework"], 2.0, [2])
+
+
+class TamperedVerdict(unittest.TestCase):
+    """Stages whose tests ran through altered assertions read as such in every output, never as
+    passed: a consumer that reads only the stages, or only the test cases, still sees a failure."""
+
+    def test_json_stages_are_tampered_and_count_no_passed_test(self):
+        data = json.loads(json.dumps(tampered_verdict().to_json()))
+        self.assertEqual(formats.json_errors(data), [])
+        self.assertEqual((data["verdict"], data["passed"]), ("failed", False))
+        self.assertEqual([(s["status"], s["passed"], s["tests"]) for s in data["stages"]], [("tampered", 0, 2)])
+        self.assertEqual([s["status"] for c in data["configs"] for s in c["stages"]], ["tampered"])
+
+    def test_no_junit_test_case_passes(self):
+        import xml.etree.ElementTree as ET
+        root = ET.fromstring(JunitOutput.write(self, tampered_verdict()))
+        self.assertEqual(formats.junit_errors(ET.tostring(root, encoding="unicode")), [])
+        cases = list(root.iter("testcase"))
+        self.assertEqual([(c.get("name"), [o.get("type") for o in c]) for c in cases],
+                         [("TestFrameworkUntouched", ["tampering"]), ("A", ["tampered"]), ("B", ["tampered"])])
+        self.assertEqual(root[1].find("properties/property[@name='status']").get("value"), "tampered")
+
+    def test_the_report_says_why_the_stage_does_not_count(self):
+        text = report.render(tampered_verdict(), EXERCISE)
+        self.assertIn("Stage 1 · basics  not counted", text)
+        self.assertIn(report.TAMPERED, text)
+        self.assertNotIn("ArenaBasics.A", text, "a test that proves nothing is not listed as passed")
+
+    def test_the_schema_names_every_stage_status(self):
+        schema = json.loads(formats.VERDICT_SCHEMA.read_text(encoding="utf-8"))
+        for enum in (schema["properties"]["stages"]["items"]["properties"]["status"]["enum"],
+                     schema["$defs"]["stage"]["properties"]["status"]["enum"]):
+            self.assertEqual(enum, [s.value for s in StageStatus])
 
 
 class JsonOutput(unittest.TestCase):

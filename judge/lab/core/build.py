@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import process
-from ..model.catalog import COMPILERS, ROOT, program
+from ..model.catalog import COMPILERS, ROOT, Exercise, program
 from ..model.errors import UsageError
 from ..model.results import Diagnostic
 
@@ -33,6 +33,28 @@ class Impl:
     @property
     def label(self) -> str:
         return str(self.path) if self.kind == "source" else self.kind
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to judge: an implementation of an exercise, built by which compilers, on which
+    stages. `test`, `check`, `mutate` and the learner's loop all judge through one
+    (judging.judge), and every build is configured from one: a tree's cache holds its
+    implementation, werror and line_tables."""
+    exercise: Exercise
+    impl: Impl
+    compilers: tuple[str, ...]
+    stages: tuple[int, ...] = ()        # the stages to judge by number; () for all
+    werror: bool = False                # warnings are errors (the references and skeletons in `check`)
+    slot: str = ""                      # build trees of their own (tree_dir)
+    line_tables: bool = True            # False: no line tables, where no report's lines are read (check)
+    sanitizers: tuple[str, ...] = ()    # the instrumentations to build with; () for the exercise's
+    seed: int | None = None             # the model stage's seed; None for its fixed default
+    every_stage: bool = False           # build a stage's own program even when a stage before it failed
+    shrink: bool = True                 # shrink a failing model sequence (`check` only asks whether it fails)
+    compile_only_judged: bool = False   # leave the stages not judged out of the binary (faster to build)
+    tests: tuple[str, ...] = ()         # run only these tests of the stages judged (`check` asks a known
+                                        # mistake about the tests it names); () for every test
 
 
 @dataclass
@@ -117,16 +139,18 @@ def cache_values(tree: Path) -> dict[str, str]:
     return values
 
 
-def configure(tree: Path, compiler: str, sanitizer: str, impl: Impl, exercise_name: str,
-              werror: bool, timeout: float, extra: dict[str, str] | None = None) -> BuildResult | None:
+def configure(tree: Path, request: Request, compiler: str, sanitizer: str, timeout: float,
+              extra: dict[str, str] | None = None) -> BuildResult | None:
     """Configures the tree unless it already is as wanted. Returns a failed result, or None.
     `extra`: more cache variables the tree must have (`serve`'s ALLOCLAB_SERVE_<NN>)."""
+    impl = request.impl
     wanted = {
         "CMAKE_CXX_COMPILER": shutil.which(program(compiler)) or program(compiler),
         "ALLOCLAB_SANITIZER": sanitizer,
         "ALLOCLAB_IMPL": str(impl.path) if impl.kind == "source" else impl.kind,
-        "ALLOCLAB_IMPL_FOR": exercise_name if impl.kind == "source" else "",
-        "ALLOCLAB_WERROR": "ON" if werror else "OFF",
+        "ALLOCLAB_IMPL_FOR": request.exercise.name if impl.kind == "source" else "",
+        "ALLOCLAB_WERROR": "ON" if request.werror else "OFF",
+        "ALLOCLAB_LINE_TABLES": "ON" if request.line_tables else "OFF",
         "ALLOCLAB_ONLY_STAGES": "",
         **(extra or {}),
     }
@@ -151,21 +175,19 @@ def program_name(exercise_name: str, program: str = "") -> str:
 
 
 @contextmanager
-def tests_built(compiler: str, sanitizer: str, impl: Impl, exercise_name: str, werror: bool, timeout: float,
-                slot: str = "", program: str = "", only_stages: tuple[int, ...] = (),
-                beside: Callable[[Path], str] | None = None, line_tables: bool = True):
+def tests_built(request: Request, compiler: str, sanitizer: str, timeout: float, program: str = "",
+                only_stages: tuple[int, ...] = (), beside: Callable[[Path], str] | None = None):
     """The exercise's test binary (or that of one of its programs) and its build result, built in
-    its tree, which stays locked while the caller runs it. `only_stages`: the binary holds these
-    stages alone (CMakeLists.txt's ALLOCLAB_ONLY_STAGES), so the others are not compiled.
-    `beside`: given the configured tree, a target to build in the same build ("" for none), whose
-    failure is not the test binary's (its list_ twin). `line_tables` False: no line tables
-    (CMakeLists.txt's ALLOCLAB_LINE_TABLES), for trees whose verdicts never read a report's lines."""
-    tree = tree_dir(compiler, sanitizer, impl, slot)
-    target = f"test_{program_name(exercise_name, program)}"
-    extra = {"ALLOCLAB_ONLY_STAGES": ";".join(map(str, only_stages)), "ALLOCLAB_LINE_TABLES": "ON" if line_tables else "OFF"}
+    its tree (the request's slot), which stays locked while the caller runs it. `only_stages`: the
+    binary holds these stages alone (CMakeLists.txt's ALLOCLAB_ONLY_STAGES), so the others are not
+    compiled. `beside`: given the configured tree, a target to build in the same build ("" for
+    none), whose failure is not the test binary's (its list_ twin)."""
+    tree = tree_dir(compiler, sanitizer, request.impl, request.slot)
+    target = f"test_{program_name(request.exercise.name, program)}"
     with locked(tree):
-        yield tree / target, configure_and_build(tree, target, compiler, sanitizer, impl, exercise_name, werror,
-                                                 timeout, extra, beside)
+        yield tree / target, configure_and_build(tree, target, request, compiler, sanitizer, timeout,
+                                                 extra={"ALLOCLAB_ONLY_STAGES": ";".join(map(str, only_stages))},
+                                                 beside=beside)
 
 
 def include_dirs(tree: Path, target: str) -> list[Path]:
@@ -201,12 +223,12 @@ class Slots:
             self._free.put(slot)
 
 
-def configure_and_build(tree: Path, target: str, compiler: str, sanitizer: str, impl: Impl, exercise_name: str,
-                        werror: bool, timeout: float, extra: dict[str, str] | None = None,
+def configure_and_build(tree: Path, target: str, request: Request, compiler: str, sanitizer: str, timeout: float,
+                        *, extra: dict[str, str] | None = None,
                         beside: Callable[[Path], str] | None = None) -> BuildResult:
-    """Builds `target` in a tree configured as asked, configuring it first when it is not (and
-    `beside`'s target with it, see tests_built)."""
-    failed = configure(tree, compiler, sanitizer, impl, exercise_name, werror, timeout, extra)
+    """Builds `target` in a tree configured for `request` with one compiler and instrumentation,
+    configuring it first when it is not (and `beside`'s target with it, see tests_built)."""
+    failed = configure(tree, request, compiler, sanitizer, timeout, extra)
     return failed or build(tree, target, timeout, beside(tree) if beside else "")
 
 

@@ -13,10 +13,10 @@ import os
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import build, integrity, listing, process, sanitizers
+from .build import Request
 from ..model.catalog import Exercise, Limits, Stage, shown, tests_in_source
 from .gtest_report import CANARY, read_report, record_finished, record_report, running_test
 from ..model.results import (BuildSummary, ConfigResult, Finding, StageResult, StageStatus, TestOutcome, TestStatus,
@@ -27,26 +27,6 @@ def implementation_file(exercise: Exercise, impl: build.Impl) -> Path:
     if impl.kind == "source":
         return impl.path
     return exercise.solution_file if impl.kind == "solutions" else exercise.exercise_file
-
-
-@dataclass(frozen=True)
-class Request:
-    """What to judge: an implementation of an exercise, built by which compilers, on which
-    stages. `test`, `check`, `mutate` and the learner's loop all judge through one."""
-    exercise: Exercise
-    impl: build.Impl
-    compilers: tuple[str, ...]
-    stages: tuple[int, ...] = ()        # the stages to judge by number; () for all
-    werror: bool = False                # warnings are errors (the references and skeletons in `check`)
-    slot: str = ""                      # build trees of their own (build.tree_dir)
-    line_tables: bool = True            # False: no line tables, where no report's lines are read (check)
-    sanitizers: tuple[str, ...] = ()    # the instrumentations to build with; () for the exercise's
-    seed: int | None = None             # the model stage's seed; None for its fixed default
-    every_stage: bool = False           # build a stage's own program even when a stage before it failed
-    shrink: bool = True                 # shrink a failing model sequence (`check` only asks whether it fails)
-    compile_only_judged: bool = False   # leave the stages not judged out of the binary (faster to build)
-    tests: tuple[str, ...] = ()         # run only these tests of the stages judged (`check` asks a known
-                                        # mistake about the tests it names); () for every test
 
 
 class _MacroCheck:
@@ -97,22 +77,21 @@ class _Prebuilds:
                 self._pool.submit(self._build, c, s, group, program)
 
     def _build(self, compiler: str, sanitizer: str, stages: list[Stage], program: str) -> None:
-        with build.tests_built(*_build_args(self._request, compiler, sanitizer, stages, program, self._limits)):
+        with _tests_built(self._request, compiler, sanitizer, stages, program, self._limits):
             pass
 
 
-def _build_args(request: Request, compiler: str, sanitizer: str, stages: list[Stage], program: str,
-                limits: Limits) -> tuple:
-    """What build.tests_built takes to build `program` for `stages` in one configuration. A
-    configuration holds only the stages the catalog judges in it (a ThreadSanitizer tree, the
-    thread stages): the others would be compiled at its cost and never run."""
+def _tests_built(request: Request, compiler: str, sanitizer: str, stages: list[Stage], program: str, limits: Limits):
+    """build.tests_built for `program`'s `stages` in one configuration. A configuration holds only
+    the stages the catalog judges in it (a ThreadSanitizer tree, the thread stages): the others
+    would be compiled at its cost and never run."""
     exercise = request.exercise
     held = stages if request.compile_only_judged else \
         [s for s in exercise.stages if sanitizer in s.sanitizers and s.program == program]
     def list_beside(tree: Path) -> str:   # the first build of a tree builds its list_ twin with it
         return listing.to_build(tree, exercise, request.impl, program)
-    return (compiler, sanitizer, request.impl, exercise.name, request.werror, limits.build_timeout_seconds,
-            request.slot, program, only_stages(exercise, held, program), list_beside, request.line_tables)
+    return build.tests_built(request, compiler, sanitizer, limits.build_timeout_seconds, program,
+                             only_stages(exercise, held, program), list_beside)
 
 
 def judge(request: Request, limits: Limits) -> Verdict:
@@ -148,7 +127,10 @@ def judge(request: Request, limits: Limits) -> Verdict:
             hung_under = config.label if hung else ""
             unbuilt_under = config.label if config.build.error else ""
         tampering = macros.result()
-    passed = bool(configs) and not tampering and all(s.status == StageStatus.PASSED for c in configs for s in c.stages)
+    for stage in (s for c in configs for s in c.stages):
+        if tampering and (stage.status == StageStatus.PASSED or any(t.status != TestStatus.NOT_RUN for t in stage.tests)):
+            stage.status = StageStatus.TAMPERED   # what its tests reported went through the altered macros
+    passed = bool(configs) and all(s.status == StageStatus.PASSED for c in configs for s in c.stages)
     left_out = [s.number for s in exercise.stages if s not in stages]
     return Verdict(exercise.name, exercise.title, request.impl.label, shown(focus), passed, configs,
                    tampering, time.monotonic() - start, left_out)
@@ -236,7 +218,7 @@ def _judge_program(request: Request, compiler: str, sanitizer: str, stages: list
                    prebuilds: _Prebuilds) -> tuple[list[StageResult], BuildSummary, bool]:
     """Builds one test program of the exercise and runs its stages."""
     exercise, impl = request.exercise, request.impl
-    with build.tests_built(*_build_args(request, compiler, sanitizer, stages, program, limits)) as (binary, built):
+    with _tests_built(request, compiler, sanitizer, stages, program, limits) as (binary, built):
         error = built.first_error(focus)
         summary = BuildSummary(built.ok, built.seconds, error, built.warnings_in(focus)[:5], built.problem)
         macros.start(binary.parent, binary.name)   # a header that breaks the build by tampering is told so too

@@ -84,8 +84,8 @@ def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: st
     tree = build.tree_dir(compiler, "release", impl)
     target = f"bench_{exercise.name}"
     with build.locked(tree):
-        built = build.configure_and_build(tree, target, compiler, "release", impl, exercise.name, False,
-                                          catalog.limits.build_timeout_seconds)
+        built = build.configure_and_build(tree, target, build.Request(exercise, impl, (compiler,)), compiler,
+                                          "release", catalog.limits.build_timeout_seconds)
         if not built.ok:
             error = built.first_error(exercise.exercise_file)
             return None, (f"does not compile: {error.where()}: {error.message}" if error else built.problem)

@@ -4,7 +4,9 @@ services read. One <testsuite> per stage per configuration, one <testcase> per t
 The subset written here is described by judge/schemas/junit.xsd. A stage can fail without any
 single test failing (a leak found at exit, the program ending early, a header that changes
 the test framework); such a failure becomes a test case of its own, named `(stage checks)`,
-so that a tool that only counts test cases still sees it."""
+so that a tool that only counts test cases still sees it. The tests of a stage that does not
+count (not built, or run through the framework's macros the header changed) are each an error
+that says why, whatever they reported."""
 from __future__ import annotations
 
 import re
@@ -14,7 +16,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..model.files import write_atomically
-from ..model.results import ConfigResult, StageResult, TestOutcome, TestStatus, Verdict
+from ..model.results import ConfigResult, StageResult, StageStatus, TestOutcome, TestStatus, Verdict
+from .report import TAMPERED
 
 STAGE_CHECKS = "(stage checks)"
 
@@ -70,11 +73,13 @@ def _stage_suite(verdict: Verdict, config: ConfigResult, stage: StageResult) -> 
         "compiler": config.compiler, "sanitizer": config.sanitizer, "implementation": verdict.file,
         "status": stage.status})
     classname = f"{verdict.exercise}.{stage.suite}.{label}"
-    if stage.status == "not built":
-        reason = _build_failure(config)
+    if stage.status in (StageStatus.NOT_BUILT, StageStatus.TAMPERED):
+        # No test of the stage counts, whatever it reported: each is an error that says why.
+        message, kind, reason = ("not built", "build", _build_failure(config)) if stage.status == StageStatus.NOT_BUILT \
+            else (TAMPERED, "tampered", "\n".join(verdict.tampering))
         for test in stage.tests or [TestOutcome(f"{stage.suite}.(build)", TestStatus.NOT_RUN)]:
-            case = _case(suite, classname, test.name, 0.0)
-            ET.SubElement(case, "error", message="not built", type="build").text = _safe(reason)
+            case = _case(suite, classname, test.name, test.seconds)
+            ET.SubElement(case, "error", message=message, type=kind).text = _safe(reason)
             _count(suite, "errors")
         return suite
     for test in stage.tests:

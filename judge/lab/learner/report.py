@@ -9,6 +9,8 @@ from ..model.results import ConfigResult, StageResult, StageStatus, TestStatus, 
 
 _STATUS_WORD = {TestStatus.CRASHED: "crashed", TestStatus.TIMEOUT: "hung", TestStatus.NOT_RUN: "did not run",
                 TestStatus.SKIPPED: "skipped"}
+TAMPERED = ("its tests ran with the test framework's macros changed by the header under test, so none of "
+            "them counts: a test that passed may only have had its failure hidden")
 
 
 def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command: str = "") -> str:
@@ -50,15 +52,18 @@ def config_lines(config: ConfigResult, first_failing: int | None, verbose: bool)
 
 
 def stage_lines(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
-    ok = stage.status == "passed"
-    count = f"{stage.passed_count}/{len(stage.tests)}"
+    ok = stage.status == StageStatus.PASSED
+    tampered = stage.status == StageStatus.TAMPERED
+    count = "not counted" if tampered else f"{stage.passed_count}/{len(stage.tests)}"
     head = f"{ui.mark(ok)} Stage {stage.number} · {stage.title}  {count}"
     lines = [ui.paint(head, "bold") if detailed and not ok else head, ui.paint(f"    {stage.goal}", "dim")]
+    if tampered:
+        lines.append(ui.paint("    ! " + TAMPERED, "yellow"))
     for problem in stage.problems:
         lines.append(ui.paint("    ! " + problem, "yellow"))
     for note in stage.notes:
         lines.append(ui.paint("    note: " + note, "dim"))
-    if ok and not verbose:
+    if tampered or (ok and not verbose):   # a tampered stage's tests prove nothing, so none is listed
         return lines
     if not detailed:  # a later stage: one thing at a time
         lines.append(ui.paint(f"    its tests are listed once the stages before it pass (-v lists them now)", "dim"))

@@ -211,8 +211,10 @@ def build_engine(catalog: Catalog, name: str, chosen: list[Source], compiler: st
     require_sources()
     where = tree(name)
     with build.locked(where):
-        built = build.configure_and_build(where, target, compiler, "release", build.Impl("solutions"), "", False,
-                                          catalog.limits.build_timeout_seconds, cache_variables(chosen, where))
+        # The references: the request's exercise is read only for a file that stands in for one.
+        engine = build.Request(catalog.exercises[-1], build.Impl("solutions"), (compiler,))
+        built = build.configure_and_build(where, target, engine, compiler, "release",
+                                          catalog.limits.build_timeout_seconds, extra=cache_variables(chosen, where))
     if built.ok:
         return where / target
     raise ServeError(*compile_problem(built, chosen))

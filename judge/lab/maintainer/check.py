@@ -188,7 +188,7 @@ def _thread_stages_repeated(catalog: Catalog, ex: Exercise, compiler: str) -> It
     for program in dict.fromkeys(s.program for s in threaded):
         ours = [s for s in threaded if s.program == program]
         suites = ":".join(f"{s.suite}.*" for s in ours)
-        with build.tests_built(compiler, "tsan", build.Impl("solutions"), ex.name, True,
+        with build.tests_built(judging.Request(ex, build.Impl("solutions"), (compiler,), werror=True), compiler, "tsan",
                                limits.build_timeout_seconds, program=program,
                                only_stages=judging.only_stages(ex, ours, program)) as (binary, built):
             if not built.ok:
@@ -213,8 +213,8 @@ def _model_seeds(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
     what = (f"{ex.name}: the reference agrees with the model stage under seeds "
             f"{', '.join(map(str, MODEL_SEEDS))} with {build.COMPILERS.get(compiler, compiler)}")
     limits = catalog.limits
-    with build.tests_built(compiler, stage.sanitizers[0], build.Impl("solutions"), ex.name, True,
-                           limits.build_timeout_seconds) as (binary, built):
+    with build.tests_built(judging.Request(ex, build.Impl("solutions"), (compiler,), werror=True), compiler,
+                           stage.sanitizers[0], limits.build_timeout_seconds) as (binary, built):
         if not built.ok:
             return Item(False, what, built.problem or "the reference does not build")
         for seed in MODEL_SEEDS:

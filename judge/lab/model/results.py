@@ -76,6 +76,7 @@ class StageStatus(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     NOT_BUILT = "not built"
+    TAMPERED = "tampered"   # its tests ran with the header's changes to the framework's macros: they prove nothing
 
 
 @dataclass
@@ -106,7 +107,8 @@ class StageResult:
 
     @property
     def passed_count(self) -> int:
-        return sum(t.ok for t in self.tests)
+        """The tests that count as passed: none in a tampered stage, whatever its tests reported."""
+        return 0 if self.status == StageStatus.TAMPERED else sum(t.ok for t in self.tests)
 
 
 @dataclass
