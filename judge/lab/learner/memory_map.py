@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..core import build, process
+from ..core import build, program
 from ..model.catalog import ROOT, Exercise, shown
 from . import figures
 
@@ -117,12 +117,11 @@ def draw(binary: Path, title: str, out: Path) -> str:
     """Runs `binary --snapshot` and writes its memory map to `out`: "" or why not."""
     if not binary.is_file():
         return "the benchmark was not built"
-    result = process.run([str(binary), FLAG], timeout=120, keep_bytes=8_000_000)
-    if result.timed_out:
-        return "the snapshot run did not finish in 120 s"
     try:
-        snapshot = parse(result.stdout.text())
-    except ValueError as err:  # json.JSONDecodeError is one
+        # An allocator that threw is answered with {"error": ...} and exit status 1.
+        snapshot = parse(program.ask([str(binary), FLAG], str, what="the snapshot run", timeout=120,
+                                     keep_bytes=8_000_000, answers_on=(0, 1)))
+    except (program.Failed, ValueError) as err:  # json.JSONDecodeError is a ValueError
         return f"no snapshot: {err}"
     if isinstance(snapshot.get("workload"), str):
         title += f", {snapshot['workload']} workload"

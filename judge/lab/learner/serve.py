@@ -25,6 +25,7 @@ object is described by judge/schemas/serve-result.schema.json: its keys are KEYS
 `timeline` holds the equal-length lists TIMELINE, one entry per engine step."""
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import ui
-from ..core import build, process
+from ..core import build, program
 from ..model.catalog import ROOT, Catalog, Exercise, shown
 from ..model.errors import UsageError
 from ..model.progress import Progress, Standing
@@ -80,7 +81,8 @@ PAGED_UTILIZATION = 0.9
 
 
 # How a run of the engine ended, when it did not print its object (ServeError.ending).
-CRASHED, STOPPED, TIMED_OUT = "crashed", "stopped", "timed out"
+CRASHED, TIMED_OUT = program.CRASHED, program.TIMED_OUT
+STOPPED = "stopped"     # exit status 3
 
 
 class ServeError(Exception):
@@ -259,43 +261,8 @@ def _resolved(file: str) -> Path | None:
 PROGRESS_LINE = re.compile(r"^progress (\d+) (\d+)\s*$")
 
 
-class ProgressBar:
-    """The run's progress from the binary's `progress <finished> <total>` lines, drawn on one
-    line of the terminal (standard error, so that --json's standard output stays one object)."""
-
-    def __init__(self, label: str, stream=None):
-        self.label = label
-        self.stream = stream if stream is not None else sys.stderr
-        self.live = _is_terminal(self.stream)
-        self.drawn = False
-        self.last: tuple[int, int] | None = None
-
-    def line(self, text: str) -> None:
-        m = PROGRESS_LINE.match(text)
-        if not m:
-            return
-        self.last = (int(m.group(1)), int(m.group(2)))
-        if self.live:
-            self.stream.write("\r\033[K" + f"{self.label} {ui.bar(*self.last)} requests finished")
-            self.stream.flush()
-            self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-            self.drawn = False
-
-
-def _is_terminal(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 def run(binary: Path, trace: str, manager: str, timeout: float, kv_blocks: int | None = None,
-        bar: ProgressBar | None = None, blame_learner: bool = False, model: str = "default",
+        bar: ui.ProgressLine | None = None, blame_learner: bool = False, model: str = "default",
         plain: bool = True, seed: int | None = None, roofline: bool = False) -> dict:
     """Runs the engine once and returns its JSON object, checked; ServeError when it fails. With
     `plain` False the plain engine is not run (matches_plain_engine is null): compare
@@ -309,42 +276,38 @@ def run(binary: Path, trace: str, manager: str, timeout: float, kv_blocks: int |
         argv.append("--roofline")
     if kv_blocks is not None:
         argv += ["--kv-blocks", str(kv_blocks)]
+    doing = f" serving the {trace} trace with the {manager} manager"
+    threw = "a KV cache manager threw, or " if manager != "reserve" else ""
+    exits = {2: f"refused its arguments ({' '.join(argv[1:])})",
+             3: f"stopped{doing} ({threw}the engine's check of its answers failed)"}
     try:
-        result = process.run(argv, cwd=binary.parent, timeout=timeout, keep_bytes=STDOUT_BYTES,
-                             on_stderr_line=bar.line if bar else None)
-    except OSError as err:
-        raise ServeError(f"the serving engine {shown(binary)} cannot be started: {err}") from None
-    finally:
-        if bar:
-            bar.close()
-    said = "\n".join(line for line in result.stderr.text().splitlines()
-                     if not PROGRESS_LINE.match(line)).strip()
-    said = ("\n" + ui.indent(said[-2000:], "  ", max_lines=12, more="")) if said else ""
+        with bar if bar else contextlib.nullcontext():
+            return program.ask(argv, parse, what="the serving engine", timeout=timeout, limit="bench_timeout_seconds",
+                               keep_bytes=STDOUT_BYTES, doing=doing, exits=exits, cwd=binary.parent,
+                               on_stderr_line=bar and _counting(bar), quiet=PROGRESS_LINE.match)
+    except program.Failed as failed:
+        raise _serve_error(failed, blame_learner) from None
+
+
+def _counting(bar: ui.ProgressLine):
+    """The engine's `progress <finished> <total>` lines, drawn on `bar`."""
+    def line(text: str) -> None:
+        if m := PROGRESS_LINE.match(text):
+            bar.show(int(m.group(1)), int(m.group(2)), " requests finished")
+    return line
+
+
+def _serve_error(failed: program.Failed, blame_learner: bool) -> ServeError:
+    """What `serve` says of a run that gave no answer, and whose code it blames."""
+    if failed.status == 2:
+        disagree = ": this judge and judge/engine/serve.cpp disagree" if "unknown argument" in failed.said else ""
+        return ServeError(failed.told(disagree))
+    if failed.ending in (program.NOT_STARTED, program.UNREADABLE):
+        return ServeError(failed.told())
+    ending = failed.ending if failed.ending in (CRASHED, TIMED_OUT) else STOPPED if failed.status == 3 else ""
     suspects = (" with your headers: `--with reference` shows whether the reference does the same" if blame_learner
                 else "")
-    if result.timed_out:
-        raise ServeError(f"the serving engine did not finish the {trace} trace in {timeout:g} s (the limit "
-                         f"bench_timeout_seconds of judge/catalog.toml){suspects}{said}", blame_learner, TIMED_OUT)
-    if result.signal_name:
-        raise ServeError(f"the serving engine crashed ({result.signal_name}) serving the {trace} trace with the "
-                         f"{manager} manager{suspects}{said}", blame_learner, CRASHED)
-    if result.returncode == 2:
-        disagree = ": this judge and judge/engine/serve.cpp disagree" if "unknown argument" in said else ""
-        raise ServeError(f"the serving engine refused its arguments ({' '.join(argv[1:])}){disagree}{said}")
-    if result.returncode == 3:
-        raise ServeError(f"the serving engine stopped serving the {trace} trace with the {manager} manager "
-                         f"({'a KV cache manager threw, or ' if manager != 'reserve' else ''}the engine's check of "
-                         f"its answers failed){suspects}{said}", blame_learner, STOPPED)
-    if result.returncode != 0:
-        raise ServeError(f"the serving engine failed (exit status {result.returncode}) serving the {trace} trace "
-                         f"with the {manager} manager{suspects}{said}", blame_learner)
-    if result.stdout.truncated:
-        raise ServeError(f"the serving engine printed more than {STDOUT_BYTES >> 20} MB, which this judge does "
-                         "not read")
-    try:
-        return parse(result.stdout.text())
-    except ValueError as err:
-        raise ServeError(f"the serving engine's output cannot be read: {err}") from None
+    return ServeError(failed.told(suspects), blame_learner, ending)
 
 
 def parse(text: str) -> dict:
@@ -631,8 +594,9 @@ def svg(result: dict, title: str) -> str:
     return figures.document(_W, height + 16, title, headline(result), out + [shown_legend, facts])
 
 
-_LEGEND = [("rect", figures.RUNNING, "KV blocks used by running requests"), ("rect", figures.CACHED, "cached, used by none"),
-           ("rect", figures.FREE, "free"), ("line", figures.BATCH, "batch size (right axis)"),
+_LEGEND = [("rect", figures.RUNNING, "KV blocks used by running requests"),
+           ("rect", figures.CACHED, "cached, used by none"), ("rect", figures.FREE, "free"),
+           ("line", figures.BATCH, "batch size (right axis)"),
            ("mark", figures.PREEMPTED, "a request preempted (2 under it: two in that step)"), None,
            ("line", figures.RESERVED, "bytes the caching allocator reserved from the device"),
            ("line", figures.ALLOCATED, "bytes allocated from it")]
@@ -790,7 +754,7 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
             if factor == 1 and manager == "reserve":
                 points.append(first)
                 continue
-            bar = ProgressBar(f"{manager:>7} {budget}")
+            bar = ui.ProgressLine(f"{manager:>7} {budget}")
             result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, budget, bar, blame,
                          args.model, plain is None, args.seed, roofline=True)
             plain = judged_by_digest(result, plain)
@@ -850,7 +814,7 @@ def serve_managers(binary: Path, args, catalog: Catalog, managers: tuple[str, ..
     plain: tuple[str, float] | None = None      # the plain engine's digest and heap figure, once known
     for i in range(repeat):
         for manager in managers:
-            bar = ProgressBar(f"{manager:>7}" + (f" {i + 1}/{repeat}" if repeat > 1 else ""))
+            bar = ui.ProgressLine(f"{manager:>7}" + (f" {i + 1}/{repeat}" if repeat > 1 else ""))
             result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, kv_blocks, bar, blame,
                          args.model, plain is None, args.seed, roofline=True)
             plain = judged_by_digest(result, plain)
@@ -885,7 +849,7 @@ def beside_the_reference(results: dict[str, dict], args, catalog: Catalog, chose
     binary = build_engine(catalog, tree_name, chosen, target=REFERENCE_MANAGER_TARGET)
     for m in served:
         mine = results[m]
-        bar = ProgressBar(f"{m:>7}, the reference manager")
+        bar = ui.ProgressLine(f"{m:>7}, the reference manager")
         theirs = run(binary, mine["trace"], m, catalog.limits.bench_timeout_seconds, mine["kv_blocks"], bar,
                      model=args.model, plain=False, seed=args.seed)
         mine["reference_manager_heap_per_step"] = theirs["heap_per_step"]["kv_cache_manager"]
