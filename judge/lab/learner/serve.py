@@ -582,13 +582,7 @@ def svg(result: dict, title: str) -> str:
     out += _kv_panel(mean, result["kv_blocks"], xs, half)
     out += _preemptions([sum(t["preempted"][i] for i in g) for g in groups], groups, xs)
     drawn, bytes_panel = _allocator_panel(mean, xs, half)
-    out += drawn + [bytes_panel.frame()]
-    ticks = [v for v in figures.nice(max(n - 1, 1), 8) if v <= max(n - 1, 0)] or [0]
-    out.append(bytes_panel.x_ticks([(_LEFT + (_PLOT * (v + 0.5) / n if n > 1 else _PLOT / 2), figures.label(v))
-                                    for v in ticks]))
-    out.append(bytes_panel.x_name("engine step" + (f" (each point the mean of about "
-                                                   f"{n / len(groups):.{0 if n >= 10 * len(groups) else 1}f} steps)"
-                                                   if len(groups) < n else "")))
+    out += drawn + _step_axis(bytes_panel, n, len(groups))
     shown_legend, below = figures.legend(_LEGEND, _LEFT, _BYTES_TOP + _BYTES_HEIGHT + 58, _W - 20)
     facts, height = figures.paragraph(_facts(result), 20, below + 8, _W - 20)
     return figures.document(_W, height + 16, title, headline(result), out + [shown_legend, facts])
@@ -650,8 +644,8 @@ def _preemptions(counts: list[float], groups: list[range], xs: list[float]) -> l
 
 
 def _allocator_panel(mean: dict[str, list[float]], xs: list[float], half: float) -> tuple[list[str], figures.Plot]:
-    """The caching allocator's reserved and allocated bytes, in MiB, and their plot, whose frame
-    is left to draw (the step axis goes under it)."""
+    """The caching allocator's reserved and allocated bytes, in MiB, and their plot (the step
+    axis goes under it)."""
     reserved = [v / figures.MiB for v in mean["reserved_bytes"]]
     allocated = [v / figures.MiB for v in mean["allocated_bytes"]]
     plot = figures.Plot(_LEFT, _LEFT + _PLOT, _BYTES_TOP, _BYTES_HEIGHT, figures.nice(max(reserved + allocated + [1])))
@@ -664,7 +658,16 @@ def _allocator_panel(mean: dict[str, list[float]], xs: list[float], half: float)
                                      "reserved bytes", 1.6),
                        figures.steps([(x, plot.y(v)) for x, v in zip(xs, allocated)], half, figures.ALLOCATED,
                                      "allocated bytes", 1.6)]
-    return drawn, plot
+    return drawn + [plot.frame()], plot
+
+
+def _step_axis(plot: figures.Plot, n: int, columns: int) -> list[str]:
+    """The engine's steps under `plot`; with more steps than columns, how many a point averages."""
+    ticks = [v for v in figures.nice(max(n - 1, 1), 8) if v <= max(n - 1, 0)] or [0]
+    averaged = (f" (each point the mean of about {n / columns:.{0 if n >= 10 * columns else 1}f} steps)"
+                if columns < n else "")
+    return [plot.x_ticks([(_LEFT + (_PLOT * (v + 0.5) / n if n > 1 else _PLOT / 2), figures.label(v)) for v in ticks]),
+            plot.x_name("engine step" + averaged)]
 
 
 def _facts(result: dict) -> list[str]:
