@@ -71,8 +71,8 @@ def heading(x: float, y: float, text: str, size: int = 13) -> str:
 
 
 class Plot:
-    """A rectangle of the figure, `left`..`right` across and `top`..`top + height` down, with a
-    value axis from 0 to `most` (the last of its ticks)."""
+    """A rectangle of the figure, `left`..`right` across and `top`..`top + height` down, whose
+    values run from 0 at the bottom to the last of its `ticks` at the top."""
 
     def __init__(self, left: float, right: float, top: float, height: float, ticks: list[float]):
         self.left, self.right, self.top, self.height, self.ticks = left, right, top, height, ticks
@@ -85,8 +85,8 @@ class Plot:
                          f'stroke="{GRID}" stroke-width="0.6"/>' for v in self.ticks)
 
     def axis(self, name: str, side: str = "left", colour: str = INK, edge: float = 20) -> str:
-        """The tick values beside the plot and the axis's name turned along it, `edge` pixels
-        from the figure's side (`edge` is the figure's width for the right axis, minus 20)."""
+        """The tick values beside the plot, and the axis's name turned along it at x = `edge`
+        (20 for the left axis; for the right one, the figure's width less 20)."""
         left = side == "left"
         tx = self.left - 6 if left else self.right + 6
         anchor = "end" if left else "start"
