@@ -2,13 +2,21 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 _CODES = {"green": "32", "red": "31", "yellow": "33", "dim": "2", "bold": "1", "cyan": "36"}
 
 
+def is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):   # no such method, or a closed stream
+        return False
+
+
 def colour_enabled(stream=sys.stdout) -> bool:
-    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    return is_terminal(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
 def paint(text: str, colour: str) -> str:
@@ -38,3 +46,47 @@ def indent(text: str, prefix: str = "      ", max_lines: int = 14, more: str = "
 def bar(done: int, total: int, width: int = 24) -> str:
     filled = round(width * done / total) if total else 0
     return "[" + "#" * filled + "-" * (width - filled) + f"] {done}/{total}"
+
+
+class ProgressLine:
+    """One line redrawn in place at the foot of a terminal (a bar, a status), cut to the
+    terminal's width so that it stays one line, and wiped by `clear` (and at the end of a `with`)
+    before anything else is written. Where the stream is no terminal (a pipe, a log, CI) nothing
+    is redrawn: `draw` prints its `plain` text instead, when it has one, as a line of its own on
+    `log` (the stream itself unless told)."""
+
+    def __init__(self, label: str = "", stream=None, live: bool | None = None, log=None):
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.live = is_terminal(self.stream) if live is None else live
+        self.log = log if log is not None else self.stream
+        self.drawn = False
+        self.last: tuple[int, int] | None = None   # what `show` last counted
+
+    def draw(self, text: str, plain: str = "") -> None:
+        if self.live:
+            width = shutil.get_terminal_size((100, 24)).columns
+            if len(text) > width - 1:
+                text = text[: max(width - 2, 10)] + "…"
+            self.stream.write("\r\033[K" + text)
+            self.stream.flush()
+            self.drawn = True
+        elif plain:
+            print(plain, file=self.log, flush=True)
+
+    def show(self, done: int, total: int, note: str = "", plain: str = "") -> None:
+        """The label, a bar of `done` out of `total`, and `note` after it."""
+        self.last = (done, total)
+        self.draw(f"{self.label} {bar(done, total)}{note}", plain)
+
+    def clear(self) -> None:
+        if self.drawn:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self.drawn = False
+
+    def __enter__(self) -> "ProgressLine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.clear()

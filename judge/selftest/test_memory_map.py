@@ -1,7 +1,9 @@
 """The memory map draws a snapshot to scale, as valid SVG, and refuses a broken snapshot."""
 import json
+import tempfile
 import unittest
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from lab.learner import memory_map
 
@@ -80,6 +82,29 @@ class MemoryMapTest(unittest.TestCase):
                      '{"stats": {}, "segments": [{"size": 512, "blocks": [[0, 512]]}]}'):
             with self.subTest(text=text), self.assertRaises(ValueError):
                 memory_map.parse(text)
+
+
+class DrawTest(unittest.TestCase):
+    """draw() runs the benchmark binary for its snapshot: what it says when there is none."""
+
+    def draw(self, script: str) -> tuple[str, Path]:
+        folder = Path(self.enterContext(tempfile.TemporaryDirectory()))
+        binary = folder / "bench"
+        binary.write_text("#!/usr/bin/env python3\n" + script, encoding="utf-8")
+        binary.chmod(0o755)
+        return memory_map.draw(binary, "t", folder / "map.svg"), folder / "map.svg"
+
+    def test_a_snapshot_is_drawn(self):
+        problem, out = self.draw(f"print({json.dumps(json.dumps(SNAPSHOT))})")
+        self.assertEqual(problem, "")
+        self.assertIn("w workload", " ".join(ET.parse(out).getroot().itertext()))
+
+    def test_an_allocator_that_threw_is_its_error_and_a_crash_is_a_crash(self):
+        problem, out = self.draw('print(\'{"error": "the allocator threw: boom"}\'); raise SystemExit(1)')
+        self.assertEqual(problem, "no snapshot: the allocator threw: boom")
+        self.assertFalse(out.exists())
+        problem, _ = self.draw("import os; os.abort()")
+        self.assertEqual(problem, "no snapshot: the snapshot run crashed (SIGABRT)")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from unittest import mock
 
-from lab import cli
+from lab import cli, ui
 from lab.core import build
 from lab.learner import serve
 from lab.model import catalog as cat
@@ -264,7 +264,7 @@ class RunTest(unittest.TestCase):
 
     def test_a_run_reads_the_object_and_draws_its_progress(self):
         terminal = Terminal()
-        bar = serve.ProgressBar("  paged", terminal)
+        bar = ui.ProgressLine("  paged", terminal)
         data = self.run_fake(bar=bar, kv_blocks=99)
         self.assertEqual((data["manager"], data["trace"], data["kv_blocks"]), ("paged", "tiny", 99))
         self.assertEqual(bar.last, (12, 12))
@@ -274,7 +274,7 @@ class RunTest(unittest.TestCase):
 
     def test_no_bar_is_drawn_where_no_terminal_is(self):
         pipe = io.StringIO()
-        bar = serve.ProgressBar("  paged", pipe)
+        bar = ui.ProgressLine("  paged", pipe)
         self.run_fake(bar=bar)
         self.assertEqual(pipe.getvalue(), "")
         self.assertEqual(bar.last, (12, 12))
@@ -321,7 +321,7 @@ class RunTest(unittest.TestCase):
     def test_a_hang_is_stopped(self):
         with self.assertRaises(serve.ServeError) as caught:
             self.run_fake("hang", timeout=1.5)
-        self.assertIn("did not finish the tiny trace in 1.5 s", str(caught.exception))
+        self.assertIn("did not finish in 1.5 s serving the tiny trace", str(caught.exception))
 
     def test_a_missing_binary_is_a_message(self):
         with self.assertRaises(serve.ServeError) as caught:

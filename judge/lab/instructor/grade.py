@@ -14,7 +14,6 @@ import csv
 import io
 import json
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -80,21 +79,23 @@ def grade_class(catalog: Catalog, learners: list[Path], exercises: list[Exercise
             else:
                 todo.append((learner, ex, found))
     todo.sort(key=lambda item: item[1].id)   # a slot stays on one exercise as long as it can
-    progress = _Progress(len(todo))
     slots = build.Slots("grade", jobs)
 
     def one(learner: Path, ex: Exercise, found: Path) -> ExerciseGrade:
         with slots.taken() as slot:
             return grading.grade_header(catalog, ex, found, compilers, slot, learner)
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    # A bar on a terminal; one line per graded pair elsewhere (a log).
+    with ui.ProgressLine("grading", log=sys.stdout) as progress, ThreadPoolExecutor(max_workers=jobs) as pool:
+        if todo:
+            progress.show(0, len(todo))
         futures = {pool.submit(one, *item): item for item in todo}
-        for future in as_completed(futures):
+        for count, future in enumerate(as_completed(futures), 1):
             learner, ex, _ = futures[future]
             grade = _keep(out, learner.name, future.result(), compilers)
             grades[(learner.name, ex.name)] = grade
-            progress.done(f"{learner.name} · {ex.name}: {grade.score:g}/{grade.max_score:g} ({grade.message})")
-    progress.close()
+            said = f"{learner.name} · {ex.name}: {grade.score:g}/{grade.max_score:g} ({grade.message})"
+            progress.show(count, len(todo), f"  {said[:60]}", plain=said)
     return grades, len(todo), unchanged
 
 
@@ -154,31 +155,3 @@ def write_tables(out: Path, learners: list[Path], exercises: list[Exercise],
 
 def _number(score: float) -> str:
     return f"{round(score, 2):g}"
-
-
-class _Progress:
-    """A bar on a terminal; one line per graded pair elsewhere (a log)."""
-
-    def __init__(self, total: int):
-        self.total, self.count = total, 0
-        self.tty = sys.stderr.isatty()
-        self.lock = threading.Lock()
-        self._draw("")
-
-    def done(self, line: str) -> None:
-        with self.lock:
-            self.count += 1
-            if self.tty:
-                self._draw(line)
-            else:
-                print(line, flush=True)
-
-    def _draw(self, last: str) -> None:
-        if self.tty and self.total:
-            sys.stderr.write("\r\033[K" + f"grading {ui.bar(self.count, self.total)}  {last[:60]}")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.tty and self.total:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()

@@ -13,7 +13,7 @@ import json
 import re
 import statistics
 
-from ..core import build, process
+from ..core import build, program
 from . import memory_map
 from ..model.errors import UsageError
 from ..model.progress import Progress, Standing
@@ -94,16 +94,11 @@ def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: st
             argv.append(f"--benchmark_filter={name_filter}")
         if repetitions > 1:
             argv += [f"--benchmark_repetitions={repetitions}", "--benchmark_enable_random_interleaving=true"]
-        limit = catalog.limits.bench_timeout_seconds
-        result = process.run(argv, timeout=limit, keep_bytes=4_000_000)
-    if result.returncode != 0 or result.timed_out:
-        why = f"did not finish in {limit:g} s (limit: bench_timeout_seconds)" if result.timed_out else (
-            f"crashed ({result.signal_name})" if result.signal_name else f"failed (exit status {result.returncode})")
-        return None, f"the benchmark {why}: {result.stderr.text()[-600:]}"
-    try:
-        return parse(result.stdout.text()), ""
-    except (ValueError, KeyError) as err:
-        return None, f"the benchmark's output could not be read: {err}"
+        try:
+            return program.ask(argv, parse, what="the benchmark", timeout=catalog.limits.bench_timeout_seconds,
+                               limit="bench_timeout_seconds", keep_bytes=4_000_000), ""
+        except program.Failed as failed:
+            return None, str(failed)
 
 
 def _fmt_ns(ns: float) -> str:

@@ -25,6 +25,7 @@ object is described by judge/schemas/serve-result.schema.json: its keys are KEYS
 `timeline` holds the equal-length lists TIMELINE, one entry per engine step."""
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -32,14 +33,14 @@ import statistics
 import sys
 import textwrap
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 
 from .. import ui
-from ..core import build, process
+from ..core import build, program
 from ..model.catalog import ROOT, Catalog, Exercise, shown
 from ..model.errors import UsageError
 from ..model.progress import Progress, Standing
+from . import figures
 
 ENGINE = ROOT / "judge" / "engine"
 SOURCE = ENGINE / "serve.cpp"
@@ -80,7 +81,8 @@ PAGED_UTILIZATION = 0.9
 
 
 # How a run of the engine ended, when it did not print its object (ServeError.ending).
-CRASHED, STOPPED, TIMED_OUT = "crashed", "stopped", "timed out"
+CRASHED, TIMED_OUT = program.CRASHED, program.TIMED_OUT
+STOPPED = "stopped"     # exit status 3
 
 
 class ServeError(Exception):
@@ -261,43 +263,8 @@ def _resolved(file: str) -> Path | None:
 PROGRESS_LINE = re.compile(r"^progress (\d+) (\d+)\s*$")
 
 
-class ProgressBar:
-    """The run's progress from the binary's `progress <finished> <total>` lines, drawn on one
-    line of the terminal (standard error, so that --json's standard output stays one object)."""
-
-    def __init__(self, label: str, stream=None):
-        self.label = label
-        self.stream = stream if stream is not None else sys.stderr
-        self.live = _is_terminal(self.stream)
-        self.drawn = False
-        self.last: tuple[int, int] | None = None
-
-    def line(self, text: str) -> None:
-        m = PROGRESS_LINE.match(text)
-        if not m:
-            return
-        self.last = (int(m.group(1)), int(m.group(2)))
-        if self.live:
-            self.stream.write("\r\033[K" + f"{self.label} {ui.bar(*self.last)} requests finished")
-            self.stream.flush()
-            self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-            self.drawn = False
-
-
-def _is_terminal(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 def run(binary: Path, trace: str, manager: str, timeout: float, kv_blocks: int | None = None,
-        bar: ProgressBar | None = None, blame_learner: bool = False, model: str = "default",
+        bar: ui.ProgressLine | None = None, blame_learner: bool = False, model: str = "default",
         plain: bool = True, seed: int | None = None, roofline: bool = False) -> dict:
     """Runs the engine once and returns its JSON object, checked; ServeError when it fails. With
     `plain` False the plain engine is not run (matches_plain_engine is null): compare
@@ -311,42 +278,38 @@ def run(binary: Path, trace: str, manager: str, timeout: float, kv_blocks: int |
         argv.append("--roofline")
     if kv_blocks is not None:
         argv += ["--kv-blocks", str(kv_blocks)]
+    doing = f" serving the {trace} trace with the {manager} manager"
+    threw = "a KV cache manager threw, or " if manager != "reserve" else ""
+    exits = {2: f"refused its arguments ({' '.join(argv[1:])})",
+             3: f"stopped{doing} ({threw}the engine's check of its answers failed)"}
     try:
-        result = process.run(argv, cwd=binary.parent, timeout=timeout, keep_bytes=STDOUT_BYTES,
-                             on_stderr_line=bar.line if bar else None)
-    except OSError as err:
-        raise ServeError(f"the serving engine {shown(binary)} cannot be started: {err}") from None
-    finally:
-        if bar:
-            bar.close()
-    said = "\n".join(line for line in result.stderr.text().splitlines()
-                     if not PROGRESS_LINE.match(line)).strip()
-    said = ("\n" + ui.indent(said[-2000:], "  ", max_lines=12, more="")) if said else ""
+        with bar if bar else contextlib.nullcontext():
+            return program.ask(argv, parse, what="the serving engine", timeout=timeout, limit="bench_timeout_seconds",
+                               keep_bytes=STDOUT_BYTES, doing=doing, exits=exits, cwd=binary.parent,
+                               on_stderr_line=bar and _counting(bar), quiet=PROGRESS_LINE.match)
+    except program.Failed as failed:
+        raise _serve_error(failed, blame_learner) from None
+
+
+def _counting(bar: ui.ProgressLine):
+    """The engine's `progress <finished> <total>` lines, drawn on `bar`."""
+    def line(text: str) -> None:
+        if m := PROGRESS_LINE.match(text):
+            bar.show(int(m.group(1)), int(m.group(2)), " requests finished")
+    return line
+
+
+def _serve_error(failed: program.Failed, blame_learner: bool) -> ServeError:
+    """What `serve` says of a run that gave no answer, and whose code it blames."""
+    if failed.status == 2:
+        disagree = ": this judge and judge/engine/serve.cpp disagree" if "unknown argument" in failed.said else ""
+        return ServeError(failed.told(disagree))
+    if failed.ending in (program.NOT_STARTED, program.UNREADABLE):
+        return ServeError(failed.told())
+    ending = failed.ending if failed.ending in (CRASHED, TIMED_OUT) else STOPPED if failed.status == 3 else ""
     suspects = (" with your headers: `--with reference` shows whether the reference does the same" if blame_learner
                 else "")
-    if result.timed_out:
-        raise ServeError(f"the serving engine did not finish the {trace} trace in {timeout:g} s (the limit "
-                         f"bench_timeout_seconds of judge/catalog.toml){suspects}{said}", blame_learner, TIMED_OUT)
-    if result.signal_name:
-        raise ServeError(f"the serving engine crashed ({result.signal_name}) serving the {trace} trace with the "
-                         f"{manager} manager{suspects}{said}", blame_learner, CRASHED)
-    if result.returncode == 2:
-        disagree = ": this judge and judge/engine/serve.cpp disagree" if "unknown argument" in said else ""
-        raise ServeError(f"the serving engine refused its arguments ({' '.join(argv[1:])}){disagree}{said}")
-    if result.returncode == 3:
-        raise ServeError(f"the serving engine stopped serving the {trace} trace with the {manager} manager "
-                         f"({'a KV cache manager threw, or ' if manager != 'reserve' else ''}the engine's check of "
-                         f"its answers failed){suspects}{said}", blame_learner, STOPPED)
-    if result.returncode != 0:
-        raise ServeError(f"the serving engine failed (exit status {result.returncode}) serving the {trace} trace "
-                         f"with the {manager} manager{suspects}{said}", blame_learner)
-    if result.stdout.truncated:
-        raise ServeError(f"the serving engine printed more than {STDOUT_BYTES >> 20} MB, which this judge does "
-                         "not read")
-    try:
-        return parse(result.stdout.text())
-    except ValueError as err:
-        raise ServeError(f"the serving engine's output cannot be read: {err}") from None
+    return ServeError(failed.told(suspects), blame_learner, ending)
 
 
 def parse(text: str) -> dict:
@@ -500,16 +463,11 @@ MISMATCH = ("Some request's tokens differ from the plain engine's. Both run the 
             "memory that leaked from one request into another.")
 
 
-def _mib(n: float) -> str:
-    mib = n / (1 << 20)
-    return f"{mib:,.0f} MiB" if mib >= 10 else f"{mib:.1f} MiB"
-
-
 def headline(result: dict) -> str:
     model = result["model"]
     name = model.get("name", "?")
     weights = model.get("weight_bytes")
-    size = f", {_mib(weights)} of weights" if _is_number(weights) else ""
+    size = f", {figures.mib(weights)} of weights" if _is_number(weights) else ""
     return (f"The {result['trace']} trace, {result['manager']} manager: {_int(result['kv_blocks'])} KV blocks of "
             f"{_int(result['block_tokens'])} tokens, the {name} model{size}, {_int(result['steps'])} steps in "
             f"{result['seconds']:.1f} s")
@@ -608,33 +566,8 @@ def compare_table(results: dict[str, dict]) -> str:
 
 _W, _LEFT, _RIGHT = 1000, 80, 80
 _PLOT = _W - _LEFT - _RIGHT
-_INK, _MUTED, _GRID = "#111827", "#4b5563", "#d1d5db"
-_RUNNING, _CACHED, _FREE = "#2563eb", "#f59e0b", "#e5e7eb"
-_BATCH, _PREEMPT = "#111827", "#dc2626"
-_RESERVED, _ALLOCATED = "#7c3aed", "#059669"
-MiB = 1 << 20
-
-
-def _buckets(n: int, most: int = _PLOT) -> list[range]:
-    """Steps grouped so that no more points are drawn than the plot has pixels."""
-    if n <= most:
-        return [range(i, i + 1) for i in range(n)]
-    edges = [round(i * n / most) for i in range(most + 1)]
-    return [range(a, b) for a, b in zip(edges, edges[1:]) if b > a]
-
-
-def _nice(top: float, count: int = 5) -> list[float]:
-    """Round tick values from 0 to at least `top`."""
-    if top <= 0:
-        return [0, 1]
-    raw = top / count
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    return [step * i for i in range(math.ceil(top / step - 1e-9) + 1)]
-
-
-def _label(value: float) -> str:
-    return f"{value:,.0f}" if value == int(value) else f"{value:g}"
+_BLOCKS_TOP, _BLOCKS_HEIGHT = 100, 270          # the KV cache's panel
+_BYTES_TOP, _BYTES_HEIGHT = 100 + 270 + 60, 150  # the caching allocator's, under it
 
 
 def svg(result: dict, title: str) -> str:
@@ -643,199 +576,113 @@ def svg(result: dict, title: str) -> str:
     marked; below, the caching allocator's reserved and allocated bytes."""
     t = result["timeline"]
     n = len(t["batch"])
-    groups = _buckets(n)
+    groups = figures.buckets(n, _PLOT)
+    mean = {k: [sum(t[k][i] for i in g) / len(g) for g in groups] for k in TIMELINE}
+    xs = [_LEFT + (_PLOT * (i + 0.5) / len(groups) if len(groups) > 1 else _PLOT / 2) for i in range(len(groups))]
+    half = _PLOT / len(groups) / 2 if groups else 0
+    out = [figures.heading(_LEFT, _BLOCKS_TOP - 20, "The KV cache, in blocks, and the batch")]
+    out += _kv_panel(mean, result["kv_blocks"], xs, half)
+    out += _preemptions([sum(t["preempted"][i] for i in g) for g in groups], groups, xs)
+    drawn, bytes_panel = _allocator_panel(mean, xs, half)
+    out += drawn + _step_axis(bytes_panel, n, len(groups))
+    shown_legend, below = figures.legend(_LEGEND, _LEFT, _BYTES_TOP + _BYTES_HEIGHT + 58, _W - 20)
+    facts, height = figures.paragraph(_facts(result), 20, below + 8, _W - 20)
+    return figures.document(_W, height + 16, title, headline(result), out + [shown_legend, facts])
 
-    def mean(key: str, g: range) -> float:
-        return sum(t[key][i] for i in g) / len(g)
 
-    running = [mean("running_blocks", g) for g in groups]
-    cached = [mean("cached_blocks", g) for g in groups]
-    free = [mean("free_blocks", g) for g in groups]
-    batch = [mean("batch", g) for g in groups]
-    preempted = [sum(t["preempted"][i] for i in g) for g in groups]
-    reserved = [mean("reserved_bytes", g) / MiB for g in groups]
-    allocated = [mean("allocated_bytes", g) / MiB for g in groups]
-    columns = len(groups)
+_LEGEND = [("rect", figures.RUNNING, "KV blocks used by running requests"),
+           ("rect", figures.CACHED, "cached, used by none"), ("rect", figures.FREE, "free"),
+           ("line", figures.BATCH, "batch size (right axis)"),
+           ("mark", figures.PREEMPTED, "a request preempted (2 under it: two in that step)"), None,
+           ("line", figures.RESERVED, "bytes the caching allocator reserved from the device"),
+           ("line", figures.ALLOCATED, "bytes allocated from it")]
 
-    def x(i: float) -> float:
-        return _LEFT + (_PLOT * (i + 0.5) / columns if columns > 1 else _PLOT / 2)
 
-    out: list[str] = []
-    # ---- panel 1: KV blocks and batch ----
-    top1, h1 = 100, 270
-    # The blocks' scale ends at the budget (running + cached + free), marked, so the stack fills it.
-    blocks_top = max([a + b + c for a, b, c in zip(running, cached, free)] + [result["kv_blocks"], 1])
-    block_ticks = [v for v in _nice(blocks_top) if v <= blocks_top * 0.93] + [blocks_top]
-    batch_ticks = _nice(max(batch + [1]))
+def _kv_panel(mean: dict[str, list[float]], kv_blocks: int, xs: list[float], half: float) -> list[str]:
+    """The blocks held by running requests, cached and free, stacked, and the batch over them.
+    The blocks' scale ends at the budget (running + cached + free), marked, so the stack fills it."""
+    stacked = [("running_blocks", figures.RUNNING, "used by running requests"),
+               ("cached_blocks", figures.CACHED, "cached, used by no request"),
+               ("free_blocks", figures.FREE, "free (idle in the pool)")]
+    most = max([sum(column) for column in zip(*(mean[k] for k, _, _ in stacked))] + [kv_blocks, 1])
+    blocks = figures.Plot(_LEFT, _LEFT + _PLOT, _BLOCKS_TOP, _BLOCKS_HEIGHT,
+                          [v for v in figures.nice(most) if v <= most * 0.93] + [most])
+    batch = figures.Plot(_LEFT, _LEFT + _PLOT, _BLOCKS_TOP, _BLOCKS_HEIGHT, figures.nice(max(mean["batch"] + [1])))
+    out = [blocks.grid(), blocks.axis("KV blocks"),
+           batch.axis("requests in the step (batch)", "right", figures.BATCH, _W - 20)]
+    lower = [0.0] * len(xs)
+    for key, colour, name in stacked if xs else ():
+        upper = [a + b for a, b in zip(lower, mean[key])]
+        out.append(figures.band([(x, blocks.y(u), blocks.y(v)) for x, u, v in zip(xs, upper, lower)], half, colour,
+                                name))
+        lower = upper
+    if xs:
+        out.append(figures.steps([(x, batch.y(v)) for x, v in zip(xs, mean["batch"])], half, figures.BATCH, "batch",
+                                 1.2))
+    return out + [blocks.frame()]
 
-    def y1(v: float) -> float:
-        return top1 + h1 - h1 * v / blocks_top
 
-    def yb(v: float) -> float:
-        return top1 + h1 - h1 * v / batch_ticks[-1]
-
-    out.append(_grid(block_ticks, y1, f"KV blocks", "left", top1, h1))
-    out.append(_axis_labels(batch_ticks, yb, "requests in the step (batch)", "right", top1, h1, _BATCH))
-    if columns:
-        lower = [0.0] * columns
-        for values, colour, name in ((running, _RUNNING, "used by running requests"),
-                                     (cached, _CACHED, "cached, used by no request"),
-                                     (free, _FREE, "free (idle in the pool)")):
-            upper = [a + b for a, b in zip(lower, values)]
-            out.append(_band(lower, upper, x, y1, colour, name))
-            lower = upper
-        out.append(_line(batch, x, yb, _BATCH, "batch", width=1.2))
-        counted_to = -math.inf  # where the last count written under a mark ends
-        for i, count in enumerate(preempted):
-            if count:
-                cx = x(i)
-                out.append(f'<path d="M{cx:.1f},{top1 - 2} l-4,-8 h8 z" fill="{_PREEMPT}">'
-                           f'<title>{count:g} preempted at step {groups[i][0]}'
-                           f'{"-" + str(groups[i][-1]) if len(groups[i]) > 1 else ""}</title></path>'
-                           f'<line x1="{cx:.1f}" y1="{top1}" x2="{cx:.1f}" y2="{top1 + h1}" stroke="{_PREEMPT}" '
-                           f'stroke-width="0.6" stroke-opacity="0.45"/>')
-                # Several preemptions in one step (or one point) share a mark: under its tip, inside
-                # the plot, the count, on a white halo that hides the line (unless the last count is
-                # too close to leave it room).
-                if count > 1 and cx - 3.5 * len(f"{count:g}") > counted_to:
-                    label = f"{count:g}"
-                    out.append(f'<text x="{cx:.1f}" y="{top1 + 11}" font-size="10" font-weight="bold" '
-                               f'fill="{_PREEMPT}" text-anchor="middle" stroke="#ffffff" stroke-width="3" '
-                               f'paint-order="stroke">{label}</text>')
-                    counted_to = cx + 3.5 * len(label) + 2
-    out.append(f'<rect x="{_LEFT}" y="{top1}" width="{_PLOT}" height="{h1}" fill="none" stroke="{_MUTED}"/>')
-
-    # ---- panel 2: the caching allocator ----
-    top2, h2 = top1 + h1 + 60, 150
-    mib_ticks = _nice(max(reserved + allocated + [1]))
-
-    def y2(v: float) -> float:
-        return top2 + h2 - h2 * v / mib_ticks[-1]
-
-    out.append(f'<text x="{_LEFT}" y="{top2 - 10}" font-size="13" font-weight="bold" fill="{_INK}">'
-               "The caching allocator (activations)</text>")
-    out.append(_grid(mib_ticks, y2, "MiB", "left", top2, h2))
-    if columns:
-        out.append(_band([0.0] * columns, reserved, x, y2, _RESERVED, "reserved", opacity=0.18))
-        out.append(_line(reserved, x, y2, _RESERVED, "reserved bytes", width=1.6))
-        out.append(_line(allocated, x, y2, _ALLOCATED, "allocated bytes", width=1.6))
-    out.append(f'<rect x="{_LEFT}" y="{top2}" width="{_PLOT}" height="{h2}" fill="none" stroke="{_MUTED}"/>')
-
-    # ---- the step axis, under both panels ----
-    step_ticks = [v for v in _nice(max(n - 1, 1), 8) if v <= max(n - 1, 0)] or [0]
-    for v in step_ticks:
-        px = _LEFT + (_PLOT * (v + 0.5) / n if n > 1 else _PLOT / 2)
-        out.append(f'<line x1="{px:.1f}" y1="{top2 + h2}" x2="{px:.1f}" y2="{top2 + h2 + 5}" stroke="{_MUTED}"/>'
-                   f'<text x="{px:.1f}" y="{top2 + h2 + 18}" font-size="11" fill="{_MUTED}" '
-                   f'text-anchor="middle">{_label(v)}</text>')
-    axis_y = top2 + h2 + 36
-    out.append(f'<text x="{_LEFT + _PLOT / 2}" y="{axis_y}" font-size="12" fill="{_INK}" text-anchor="middle">'
-               f"engine step" + (f" (each point the mean of about {n / columns:.{0 if n >= 10 * columns else 1}f} steps)"
-                             if columns < n else "")
-               + "</text>")
-
-    # ---- legend and figures ----
-    ly = axis_y + 22
-    entries = [("rect", _RUNNING, "KV blocks used by running requests"), ("rect", _CACHED, "cached, used by none"),
-               ("rect", _FREE, "free"), ("line", _BATCH, "batch size (right axis)"),
-               ("mark", _PREEMPT, "a request preempted (2 under it: two in that step)"), None,
-               ("line", _RESERVED, "bytes the caching allocator reserved from the device"),
-               ("line", _ALLOCATED, "bytes allocated from it")]
-    lx = _LEFT
-    row = 0
-    for entry in entries:
-        if entry is None:
-            lx, row = _LEFT, row + 1
+def _preemptions(counts: list[float], groups: list[range], xs: list[float]) -> list[str]:
+    """A mark over the plot at each point with a preemption, and a line down through it.
+    Several in one step (or one point) share a mark: under its tip, inside the plot, the count, on
+    a white halo that hides the line (unless the last count is too close to leave it room)."""
+    out = []
+    top, colour = _BLOCKS_TOP, figures.PREEMPTED
+    counted_to = -math.inf  # where the last count written under a mark ends
+    for cx, count, g in zip(xs, counts, groups):
+        if not count:
             continue
-        kind, colour, name = entry
-        width = 34 + 6.8 * len(name)
-        if lx > _LEFT and lx + width - 14 > _W - 20:  # it would run past the edge: the next row
-            lx, row = _LEFT, row + 1
-        yy = ly + 20 * row
-        if kind == "rect":
-            out.append(f'<rect x="{lx}" y="{yy}" width="14" height="12" fill="{colour}" stroke="{_MUTED}" '
-                       'stroke-width="0.5"/>')
-        elif kind == "line":
-            out.append(f'<line x1="{lx}" y1="{yy + 6}" x2="{lx + 14}" y2="{yy + 6}" stroke="{colour}" '
-                       'stroke-width="2"/>')
-        else:
-            out.append(f'<path d="M{lx + 7},{yy + 12} l-5,-10 h10 z" fill="{colour}"/>')
-        out.append(f'<text x="{lx + 20}" y="{yy + 11}" font-size="12" fill="{_INK}">{escape(name)}</text>')
-        lx += width
-    ly += 20 * (row + 1) + 8
-    phrases = [f"{_int(result['requests'])} requests", f"{_int(result['generated_tokens'])} tokens generated",
-               f"{result['tokens_per_second']:,.1f} tokens/s", f"mean batch {result['mean_batch']:.1f}",
-               f"peak running {_int(result['peak_running'])}", f"{_int(result['preemptions'])} preemptions",
-               f"prefix hit rate {_percent(result['prefix_hit_rate'])}",
-               f"KV utilization {_percent(result['kv_utilization'])}", f"{_int(result['copies'])} copies",
-               f"{_int(result['device_mallocs'])} device mallocs",
-               f"heap allocations per step {_per_step(result['heap_allocations_per_step'])} (plain engine "
-               f"{_per_step(result['plain_heap_allocations_per_step'])})",
-               f"tokens equal to the plain engine's: {_matches(result['matches_plain_engine'])}"]
-    # As many phrases to a line as fit in the figure's width, at about 6.6 pixels a character of
-    # 12-pixel sans-serif (wider than its average, so that no line runs past the edge).
-    facts: list[str] = []
-    for phrase in phrases:
-        if facts and 20 + 6.6 * len(facts[-1] + ", " + phrase) <= _W - 20:
-            facts[-1] += ", " + phrase
-        else:
-            facts.append(phrase)
-    for i, line in enumerate(facts):
-        out.append(f'<text x="20" y="{ly + 16 * i + 12}" font-size="12" fill="{_MUTED}">{escape(line)}</text>')
-    height = ly + 16 * len(facts) + 16
-    head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {height}" width="{_W}" height="{height}" '
-            f'font-family="sans-serif">'
-            f'<rect width="100%" height="100%" fill="#ffffff"/>'
-            f'<text x="20" y="30" font-size="17" font-weight="bold" fill="{_INK}">{escape(title)}</text>'
-            f'<text x="20" y="52" font-size="12" fill="{_MUTED}">{escape(headline(result))}</text>'
-            f'<text x="{_LEFT}" y="{top1 - 20}" font-size="13" font-weight="bold" fill="{_INK}">'
-            "The KV cache, in blocks, and the batch</text>")
-    return head + "\n" + "\n".join(out) + "\n</svg>\n"
+        out.append(f'<path d="M{cx:.1f},{top - 2} l-4,-8 h8 z" fill="{colour}">'
+                   f'<title>{count:g} preempted at step {g[0]}{"-" + str(g[-1]) if len(g) > 1 else ""}</title></path>'
+                   f'<line x1="{cx:.1f}" y1="{top}" x2="{cx:.1f}" y2="{top + _BLOCKS_HEIGHT}" stroke="{colour}" '
+                   f'stroke-width="0.6" stroke-opacity="0.45"/>')
+        label = f"{count:g}"
+        if count > 1 and cx - 3.5 * len(label) > counted_to:
+            out.append(f'<text x="{cx:.1f}" y="{top + 11}" font-size="10" font-weight="bold" fill="{colour}" '
+                       f'text-anchor="middle" stroke="{figures.PAPER}" stroke-width="3" paint-order="stroke">'
+                       f'{label}</text>')
+            counted_to = cx + 3.5 * len(label) + 2
+    return out
 
 
-def _grid(ticks: list[float], y, name: str, side: str, top: float, height: float) -> str:
-    parts = []
-    for v in ticks:
-        py = y(v)
-        parts.append(f'<line x1="{_LEFT}" y1="{py:.1f}" x2="{_LEFT + _PLOT}" y2="{py:.1f}" stroke="{_GRID}" '
-                     'stroke-width="0.6"/>')
-    return "\n".join(parts) + "\n" + _axis_labels(ticks, y, name, side, top, height, _INK)
+def _allocator_panel(mean: dict[str, list[float]], xs: list[float], half: float) -> tuple[list[str], figures.Plot]:
+    """The caching allocator's reserved and allocated bytes, in MiB, and their plot (the step
+    axis goes under it)."""
+    reserved = [v / figures.MiB for v in mean["reserved_bytes"]]
+    allocated = [v / figures.MiB for v in mean["allocated_bytes"]]
+    plot = figures.Plot(_LEFT, _LEFT + _PLOT, _BYTES_TOP, _BYTES_HEIGHT, figures.nice(max(reserved + allocated + [1])))
+    drawn = [figures.heading(_LEFT, _BYTES_TOP - 10, "The caching allocator (activations)"), plot.grid(),
+                  plot.axis("MiB")]
+    if xs:
+        drawn += [figures.band([(x, plot.y(v), plot.y(0)) for x, v in zip(xs, reserved)], half, figures.RESERVED,
+                                    "reserved", opacity=0.18),
+                       figures.steps([(x, plot.y(v)) for x, v in zip(xs, reserved)], half, figures.RESERVED,
+                                     "reserved bytes", 1.6),
+                       figures.steps([(x, plot.y(v)) for x, v in zip(xs, allocated)], half, figures.ALLOCATED,
+                                     "allocated bytes", 1.6)]
+    return drawn + [plot.frame()], plot
 
 
-def _axis_labels(ticks: list[float], y, name: str, side: str, top: float, height: float, colour: str) -> str:
-    left = side == "left"
-    tx = _LEFT - 6 if left else _LEFT + _PLOT + 6
-    anchor = "end" if left else "start"
-    parts = [f'<text x="{tx}" y="{y(v) + 4:.1f}" font-size="11" fill="{_MUTED}" text-anchor="{anchor}">'
-             f"{_label(v)}</text>" for v in ticks]
-    lx = 20 if left else _W - 20
-    cy = top + height / 2
-    parts.append(f'<text x="{lx}" y="{cy:.1f}" font-size="12" fill="{colour}" text-anchor="middle" '
-                 f'transform="rotate({-90 if left else 90} {lx} {cy:.1f})">{escape(name)}</text>')
-    return "\n".join(parts)
+def _step_axis(plot: figures.Plot, n: int, columns: int) -> list[str]:
+    """The engine's steps under `plot`; with more steps than columns, how many a point averages."""
+    ticks = [v for v in figures.nice(max(n - 1, 1), 8) if v <= max(n - 1, 0)] or [0]
+    averaged = (f" (each point the mean of about {n / columns:.{0 if n >= 10 * columns else 1}f} steps)"
+                if columns < n else "")
+    return [plot.x_ticks([(_LEFT + (_PLOT * (v + 0.5) / n if n > 1 else _PLOT / 2), figures.label(v)) for v in ticks]),
+            plot.x_name("engine step" + averaged)]
 
 
-def _band(lower: list[float], upper: list[float], x, y, colour: str, name: str, opacity: float = 1.0) -> str:
-    """The area between two series, as one polygon (a column is as wide as its step)."""
-    half = _PLOT / len(upper) / 2
-    top = []
-    for i, v in enumerate(upper):
-        top += [(x(i) - half, y(v)), (x(i) + half, y(v))]
-    bottom = []
-    for i in reversed(range(len(lower))):
-        bottom += [(x(i) + half, y(lower[i])), (x(i) - half, y(lower[i]))]
-    points = " ".join(f"{px:.1f},{py:.1f}" for px, py in top + bottom)
-    return (f'<polygon class="series" data-series="{escape(name)}" points="{points}" fill="{colour}" '
-            f'fill-opacity="{opacity:g}" stroke="none"><title>{escape(name)}</title></polygon>')
-
-
-def _line(values: list[float], x, y, colour: str, name: str, width: float) -> str:
-    """A series as steps: level across each step's column, as the stacked area is."""
-    half = _PLOT / len(values) / 2
-    points = " ".join(f"{x(i) - half:.1f},{y(v):.1f} {x(i) + half:.1f},{y(v):.1f}" for i, v in enumerate(values))
-    return (f'<polyline class="series" data-series="{escape(name)}" points="{points}" fill="none" '
-            f'stroke="{colour}" stroke-width="{width:g}" stroke-linejoin="round"><title>{escape(name)}</title>'
-            "</polyline>")
+def _facts(result: dict) -> list[str]:
+    """What the run measured, in phrases, under the timeline."""
+    return [f"{_int(result['requests'])} requests", f"{_int(result['generated_tokens'])} tokens generated",
+            f"{result['tokens_per_second']:,.1f} tokens/s", f"mean batch {result['mean_batch']:.1f}",
+            f"peak running {_int(result['peak_running'])}", f"{_int(result['preemptions'])} preemptions",
+            f"prefix hit rate {_percent(result['prefix_hit_rate'])}",
+            f"KV utilization {_percent(result['kv_utilization'])}", f"{_int(result['copies'])} copies",
+            f"{_int(result['device_mallocs'])} device mallocs",
+            f"heap allocations per step {_per_step(result['heap_allocations_per_step'])} (plain engine "
+            f"{_per_step(result['plain_heap_allocations_per_step'])})",
+            f"tokens equal to the plain engine's: {_matches(result['matches_plain_engine'])}"]
 
 
 def draw(result: dict, out: Path, title: str) -> None:
@@ -846,7 +693,6 @@ def draw(result: dict, out: Path, title: str) -> None:
 # ---- the sweep ------------------------------------------------------------------------------
 
 SWEEP_FACTORS = (1, 1.5, 2, 3, 4)   # KV budgets, as multiples of the smallest `reserve` can run at
-_MANAGER_COLOURS = {"reserve": "#6b7280", "paged": "#2563eb", "prefix": "#f59e0b"}
 
 
 def sweep_table(points: list[dict]) -> str:
@@ -867,56 +713,36 @@ def sweep_svg(points: list[dict], title: str) -> str:
     """Tokens/s and the mean batch of each manager against the KV budget, as a standalone SVG."""
     budgets = sorted({p["kv_blocks"] for p in points})
     lo, hi = budgets[0], max(budgets[-1], budgets[0] + 1)
-    left, width = 90, _W - 90 - 40
+    left, right = 90, _W - 40
 
     def x(b: float) -> float:
-        return left + width * (b - lo) / (hi - lo)
+        return left + (right - left) * (b - lo) / (hi - lo)
 
     out: list[str] = []
     panels = (("tokens_per_second", "generated tokens per second", 100, 260),
               ("mean_batch", "sequences per step (mean batch)", 420, 160))
     for key, name, top, height in panels:
-        ticks = _nice(max([p[key] for p in points] + [1]))
-
-        def y(v: float, top=top, height=height, ticks=ticks) -> float:
-            return top + height - height * v / ticks[-1]
-
-        out.append(f'<text x="{left}" y="{top - 12}" font-size="13" font-weight="bold" fill="{_INK}">{escape(name)}</text>')
-        for v in ticks:
-            out.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + width}" y2="{y(v):.1f}" stroke="{_GRID}" '
-                       f'stroke-width="0.6"/><text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" fill="{_MUTED}" '
-                       f'text-anchor="end">{_label(v)}</text>')
+        plot = figures.Plot(left, right, top, height, figures.nice(max([p[key] for p in points] + [1])))
+        out += [figures.heading(left, top - 12, name), plot.grid(), plot.axis("")]
         for manager in COMPARED:
             mine = sorted((p["kv_blocks"], p[key]) for p in points if p["manager"] == manager)
             if not mine:
                 continue
-            colour = _MANAGER_COLOURS[manager]
-            line = " ".join(f"{x(b):.1f},{y(v):.1f}" for b, v in mine)
+            colour = figures.MANAGERS[manager]
+            line = " ".join(f"{x(b):.1f},{plot.y(v):.1f}" for b, v in mine)
             out.append(f'<polyline class="series" data-series="{manager}" points="{line}" fill="none" '
                        f'stroke="{colour}" stroke-width="2"><title>{manager}</title></polyline>')
-            out += [f'<circle cx="{x(b):.1f}" cy="{y(v):.1f}" r="3.5" fill="{colour}"><title>{manager}, {b} blocks: '
-                    f'{v:,.1f}</title></circle>' for b, v in mine]
-        out.append(f'<rect x="{left}" y="{top}" width="{width}" height="{height}" fill="none" stroke="{_MUTED}"/>')
-    axis = 420 + 160
-    for b in budgets:
-        out.append(f'<line x1="{x(b):.1f}" y1="{axis}" x2="{x(b):.1f}" y2="{axis + 5}" stroke="{_MUTED}"/>'
-                   f'<text x="{x(b):.1f}" y="{axis + 18}" font-size="11" fill="{_MUTED}" text-anchor="middle">{b}</text>')
-    out.append(f'<text x="{left + width / 2}" y="{axis + 36}" font-size="12" fill="{_INK}" text-anchor="middle">'
-               f"KV budget, in blocks of {points[0]['block_tokens']} tokens</text>")
-    lx, ly = left, axis + 60
-    for manager in COMPARED:
-        out.append(f'<line x1="{lx}" y1="{ly}" x2="{lx + 18}" y2="{ly}" stroke="{_MANAGER_COLOURS[manager]}" '
-                   f'stroke-width="3"/><text x="{lx + 24}" y="{ly + 4}" font-size="12" fill="{_INK}">{manager}</text>')
-        lx += 110
-    height = ly + 24
+            out += [f'<circle cx="{x(b):.1f}" cy="{plot.y(v):.1f}" r="3.5" fill="{colour}"><title>{manager}, {b} '
+                    f'blocks: {v:,.1f}</title></circle>' for b, v in mine]
+        out.append(plot.frame())
+    out += [plot.x_ticks([(x(b), str(b)) for b in budgets]),
+            plot.x_name(f"KV budget, in blocks of {points[0]['block_tokens']} tokens")]
+    shown_legend, bottom = figures.legend([("line", figures.MANAGERS[m], m) for m in COMPARED], left,
+                                          plot.top + plot.height + 54, right)
     first = points[0]
     subtitle = (f"The {first['trace']} trace, the {first['model'].get('name', '?')} model, "
                 f"{len(points)} runs; the smallest budget is the least reserve can serve the trace with")
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {height}" width="{_W}" height="{height}" '
-            f'font-family="sans-serif"><rect width="100%" height="100%" fill="#ffffff"/>'
-            f'<text x="20" y="30" font-size="17" font-weight="bold" fill="{_INK}">{escape(title)}</text>'
-            f'<text x="20" y="52" font-size="12" fill="{_MUTED}">{escape(subtitle)}</text>\n'
-            + "\n".join(out) + "\n</svg>\n")
+    return figures.document(_W, bottom + 4, title, subtitle, out + [shown_legend])
 
 
 def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: list[Source], out_dir: Path,
@@ -933,7 +759,7 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
             if factor == 1 and manager == "reserve":
                 points.append(first)
                 continue
-            bar = ProgressBar(f"{manager:>7} {budget}")
+            bar = ui.ProgressLine(f"{manager:>7} {budget}")
             result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, budget, bar, blame,
                          args.model, plain is None, args.seed, roofline=True)
             plain = judged_by_digest(result, plain)
@@ -993,7 +819,7 @@ def serve_managers(binary: Path, args, catalog: Catalog, managers: tuple[str, ..
     plain: tuple[str, float] | None = None      # the plain engine's digest and heap figure, once known
     for i in range(repeat):
         for manager in managers:
-            bar = ProgressBar(f"{manager:>7}" + (f" {i + 1}/{repeat}" if repeat > 1 else ""))
+            bar = ui.ProgressLine(f"{manager:>7}" + (f" {i + 1}/{repeat}" if repeat > 1 else ""))
             result = run(binary, args.trace, manager, catalog.limits.bench_timeout_seconds, kv_blocks, bar, blame,
                          args.model, plain is None, args.seed, roofline=True)
             plain = judged_by_digest(result, plain)
@@ -1028,7 +854,7 @@ def beside_the_reference(results: dict[str, dict], args, catalog: Catalog, chose
     binary = build_engine(catalog, tree_name, chosen, target=REFERENCE_MANAGER_TARGET)
     for m in served:
         mine = results[m]
-        bar = ProgressBar(f"{m:>7}, the reference manager")
+        bar = ui.ProgressLine(f"{m:>7}, the reference manager")
         theirs = run(binary, mine["trace"], m, catalog.limits.bench_timeout_seconds, mine["kv_blocks"], bar,
                      model=args.model, plain=False, seed=args.seed)
         mine["reference_manager_heap_per_step"] = theirs["heap_per_step"]["kv_cache_manager"]

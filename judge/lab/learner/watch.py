@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import signal
 import sys
 import time
@@ -118,34 +117,22 @@ class Watcher:
         self.keys = keys or Keys()
         self.out = out or sys.stdout
         self.interval, self.settle = interval, settle
-        self._status_shown = False
+        self.line = ui.ProgressLine(stream=self.out)
 
     # -- output ------------------------------------------------------------------
     def say(self, text: str = "") -> None:
-        self._clear_status()
+        self.line.clear()
         print(text, file=self.out, flush=True)
 
-    def _clear_status(self) -> None:
-        if self._status_shown and self.keys.interactive:
-            self.out.write("\r\033[K")
-        self._status_shown = False
-
     def status(self, exercise: Exercise) -> None:
+        """The status line, redrawn where keys are read; elsewhere a line of its own."""
         path = self.file_of(exercise)
         where = overview.status_text(exercise, self.progress, colour=False)
         summary = overview.summary(self.catalog, self.progress)
-        if self.keys.interactive:
-            # The keys come before the overview: on a narrow terminal the line's end is cut off.
-            line = f"Watching {shown(path)} · {where} · {KEYS} · {summary}"
-            width = shutil.get_terminal_size((100, 24)).columns
-            if len(line) > width - 1:
-                line = line[: max(width - 2, 10)] + "…"
-            self.out.write("\r\033[K" + line)
-            self.out.flush()
-            self._status_shown = True
-        else:
-            print(f"Watching {shown(path)} · {where} · {summary} · save the file to judge it again",
-                  file=self.out, flush=True)
+        self.line.live = self.keys.interactive
+        # The keys come before the overview: on a narrow terminal the line's end is cut off.
+        self.line.draw(f"Watching {shown(path)} · {where} · {KEYS} · {summary}",
+                       plain=f"Watching {shown(path)} · {where} · {summary} · save the file to judge it again")
 
     # -- the loop ----------------------------------------------------------------
     def run(self, exercise: Exercise) -> bool:
