@@ -6,6 +6,7 @@
 // allocators, the two threads), plain_engine.hpp (the oracle).
 #pragma once
 
+#include "arithmetic.hpp"
 #include "block_managers.hpp"
 #include "host_device.hpp"
 #include "kernels.hpp"

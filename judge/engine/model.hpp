@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "aligned_allocator.hpp"
+#include "arithmetic.hpp"
 #include "kernels.hpp"
 #include "model_config.hpp"
 #include "random.hpp"
@@ -23,6 +24,10 @@ struct KVLayout {
   std::size_t block_stride, layer_stride, v_offset, token_stride;
   int block_tokens;
 
+  /// The contiguous layout's `block_tokens`: more than any sequence holds, so one block is the
+  /// whole sequence.
+  static constexpr int kWholeSequence = 1 << 30;
+
   [[nodiscard]] std::size_t key(int layer, int slot) const noexcept {
     const auto b = static_cast<std::size_t>(slot / block_tokens), t = static_cast<std::size_t>(slot % block_tokens);
     return b * block_stride + static_cast<std::size_t>(layer) * layer_stride + t * token_stride;
@@ -34,12 +39,12 @@ struct KVLayout {
   }
   static KVLayout contiguous(const ModelConfig& c) noexcept {
     const auto kv = static_cast<std::size_t>(c.kv_dim());
-    return {0, 2 * kv, kv, static_cast<std::size_t>(c.layers) * 2 * kv, 1 << 30};
+    return {0, 2 * kv, kv, static_cast<std::size_t>(c.layers) * 2 * kv, kWholeSequence};
   }
   /// Floats of one block (or, for the contiguous layout, of one token).
   [[nodiscard]] std::size_t block_floats(const ModelConfig& c) const noexcept {
     return static_cast<std::size_t>(c.layers) * 2 * static_cast<std::size_t>(c.kv_dim()) *
-           static_cast<std::size_t>(block_tokens == 1 << 30 ? 1 : block_tokens);
+           static_cast<std::size_t>(block_tokens == kWholeSequence ? 1 : block_tokens);
   }
 };
 
@@ -77,7 +82,7 @@ class Model {
     std::size_t at = 0;
     auto take = [&at](std::size_t n) {
       const std::size_t here = at;
-      at += (n + 15) / 16 * 16;  // keep every tensor 64-byte aligned
+      at += tensor_floats(n);
       return here;
     };
     const auto H = static_cast<std::size_t>(c.hidden), V = static_cast<std::size_t>(c.vocab);
@@ -161,7 +166,7 @@ class Model {
                                  static_cast<std::size_t>(max_ctx), std::max<std::size_t>(n, 1) * Hs,
                                  std::max<std::size_t>(n, 1) * static_cast<std::size_t>(c_.vocab)};
     std::size_t total = 0;
-    for (const std::size_t s : sizes) total += (s + 15) / 16 * 16;
+    for (const std::size_t s : sizes) total += tensor_floats(s);
     ws.reserve(total);
     float* x = ws.floats(sizes[0]);
     float* xn = ws.floats(sizes[1]);
@@ -237,7 +242,7 @@ class Model {
       const float* qh = q + h * d;
       float m = -INFINITY;
       for (int j = 0; j < ctx; ++j) {
-        const int slot = s.table ? s.table[j / bt] * bt + j % bt : j;
+        const int slot = s.table ? slot_of(s.table, j, bt) : j;
         scores[j] = head_dot(qh, s.base + b.layout.key(l, slot) + kvh * d, d) * scale;
         m = std::max(m, scores[j]);
       }
@@ -249,7 +254,7 @@ class Model {
       float* o = out + h * d;
       std::fill_n(o, d, 0.0f);
       for (int j = 0; j < ctx; ++j) {
-        const int slot = s.table ? s.table[j / bt] * bt + j % bt : j;
+        const int slot = s.table ? slot_of(s.table, j, bt) : j;
         const float* vj = s.base + b.layout.key(l, slot) + b.layout.v_offset + kvh * d;
         const float p = scores[j];
         for (int i = 0; i < d; ++i) o[i] += p * vj[i];

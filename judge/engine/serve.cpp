@@ -32,7 +32,7 @@ std::atomic<std::uint64_t> g_heap_allocations{0};
 void* counted(std::size_t n, std::size_t align) {
   g_heap_allocations.fetch_add(1, std::memory_order_relaxed);
   if (n == 0) n = 1;
-  void* p = align <= alignof(std::max_align_t) ? std::malloc(n) : std::aligned_alloc(align, (n + align - 1) / align * align);
+  void* p = align <= alignof(std::max_align_t) ? std::malloc(n) : std::aligned_alloc(align, alloclab::engine::round_up(n, align));
   return p;
 }
 void* counted_or_throw(std::size_t n, std::size_t align) {
@@ -93,8 +93,8 @@ int blocks_needed(const Trace& t, ManagerKind k, int block_tokens) {
   for (const TraceRequest& r : t.requests) {
     const int prompt = static_cast<int>(r.prompt.size());
     const int need = k == ManagerKind::reserve
-                         ? (prompt + t.max_new_tokens + block_tokens - 1) / block_tokens * r.samples
-                         : (prompt + r.new_tokens + block_tokens - 1) / block_tokens + r.samples;
+                         ? ceil_div(prompt + t.max_new_tokens, block_tokens) * r.samples
+                         : ceil_div(prompt + r.new_tokens, block_tokens) + r.samples;
     most = std::max(most, need);
   }
   return most;  // with nothing running, the engine admits without a watermark

@@ -174,7 +174,7 @@ class CachedWorkspace {
     size_ = floats;
   }
   float* floats(std::size_t n) {
-    n = (n + 15) / 16 * 16;
+    n = tensor_floats(n);
     if (used_ + n > size_) throw std::logic_error("CachedWorkspace: more than reserved");
     float* p = block_ + used_;
     used_ += n;
@@ -606,7 +606,7 @@ class ServedEngine {
     auto* base = static_cast<std::byte*>(block);
     std::size_t at = 0;
     auto put = [&](const void* src, std::size_t n, std::size_t align) {
-      at = (at + align - 1) / align * align;
+      at = round_up(at, align);
       std::byte* dst = base + at;
       if (n) std::memcpy(dst, src, n);
       at += n;
