@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "aligned_allocator.hpp"
@@ -130,16 +131,7 @@ class Model {
     ones(final_norm_, H);
     fill(lm_head_, V * H, H);
 
-    // RoPE's angles, once: (cos, sin) of position * theta^(-2i/d), computed in double.
-    const int half = c.head_dim / 2;
-    rope_.resize(static_cast<std::size_t>(c.max_positions) * static_cast<std::size_t>(half) * 2);
-    for (int p = 0; p < c.max_positions; ++p)
-      for (int i = 0; i < half; ++i) {
-        const double angle = p * std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim);
-        const std::size_t at2 = (static_cast<std::size_t>(p) * static_cast<std::size_t>(half) + static_cast<std::size_t>(i)) * 2;
-        rope_[at2] = static_cast<float>(std::cos(angle));
-        rope_[at2 + 1] = static_cast<float>(std::sin(angle));
-      }
+    rope_ = rope_table(c);
   }
 
   [[nodiscard]] const ModelConfig& config() const noexcept { return c_; }
@@ -154,31 +146,8 @@ class Model {
   template <class Workspace>
   const float* forward(const BatchView& b, Workspace& ws) const {
     const int H = c_.hidden, Q = c_.q_dim(), KV = c_.kv_dim(), I = c_.intermediate, d = c_.head_dim;
-    const auto Hs = static_cast<std::size_t>(H), Qs = static_cast<std::size_t>(Q), KVs = static_cast<std::size_t>(KV),
-               Is = static_cast<std::size_t>(I);
     const auto rows = static_cast<std::size_t>(b.rows);
-    const auto n = static_cast<std::size_t>(b.logit_count);
-    int max_ctx = 1;
-    for (int r = 0; r < b.rows; ++r) max_ctx = std::max(max_ctx, b.positions[r] + 1);
-    // Every activation of the pass, sized before any is taken, so that a workspace can serve
-    // them from one block (each rounded up to 16 floats, keeping every tensor 64-byte aligned).
-    const std::size_t sizes[] = {rows * Hs, rows * Hs, rows * Qs, rows * KVs, rows * KVs, rows * Qs, rows * Is, rows * Is,
-                                 static_cast<std::size_t>(max_ctx), std::max<std::size_t>(n, 1) * Hs,
-                                 std::max<std::size_t>(n, 1) * static_cast<std::size_t>(c_.vocab)};
-    std::size_t total = 0;
-    for (const std::size_t s : sizes) total += tensor_floats(s);
-    ws.reserve(total);
-    float* x = ws.floats(sizes[0]);
-    float* xn = ws.floats(sizes[1]);
-    float* q = ws.floats(sizes[2]);
-    float* k = ws.floats(sizes[3]);
-    float* v = ws.floats(sizes[4]);
-    float* att = ws.floats(sizes[5]);
-    float* g = ws.floats(sizes[6]);
-    float* u = ws.floats(sizes[7]);
-    float* scores = ws.floats(sizes[8]);
-    float* last = ws.floats(sizes[9]);
-    float* logits = ws.floats(sizes[10]);
+    const auto [x, xn, q, k, v, att, g, u, scores, last, logits] = activations(b, ws);
 
     for (int r = 0; r < b.rows; ++r)
       std::copy_n(&w_[embed_ + static_cast<std::size_t>(b.tokens[r]) * static_cast<std::size_t>(H)], H,
@@ -224,6 +193,47 @@ class Model {
   struct Layer {
     std::size_t attn_norm, wq, wk, wv, wo, mlp_norm, wg, wu, wd;
   };
+
+  /// The forward pass's tensors, in the order `activations` takes them.
+  struct Activations {
+    float *x, *xn, *q, *k, *v, *att, *g, *u, *scores, *last, *logits;
+  };
+
+  /// Every activation of the pass, sized before any is taken, so that a workspace can serve
+  /// them from one block (each rounded by `tensor_floats`, keeping every tensor 64-byte aligned).
+  template <class Workspace>
+  Activations activations(const BatchView& b, Workspace& ws) const {
+    const auto Hs = static_cast<std::size_t>(c_.hidden), Qs = static_cast<std::size_t>(c_.q_dim()),
+               KVs = static_cast<std::size_t>(c_.kv_dim()), Is = static_cast<std::size_t>(c_.intermediate);
+    const auto rows = static_cast<std::size_t>(b.rows);
+    const auto n = static_cast<std::size_t>(b.logit_count);
+    int max_ctx = 1;
+    for (int r = 0; r < b.rows; ++r) max_ctx = std::max(max_ctx, b.positions[r] + 1);
+    const std::size_t sizes[] = {rows * Hs, rows * Hs, rows * Qs, rows * KVs, rows * KVs, rows * Qs, rows * Is, rows * Is,
+                                 static_cast<std::size_t>(max_ctx), std::max<std::size_t>(n, 1) * Hs,
+                                 std::max<std::size_t>(n, 1) * static_cast<std::size_t>(c_.vocab)};
+    std::size_t total = 0;
+    for (const std::size_t s : sizes) total += tensor_floats(s);
+    ws.reserve(total);
+    Activations a{};
+    float** const order[] = {&a.x, &a.xn, &a.q, &a.k, &a.v, &a.att, &a.g, &a.u, &a.scores, &a.last, &a.logits};
+    for (std::size_t i = 0; i < std::size(sizes); ++i) *order[i] = ws.floats(sizes[i]);
+    return a;
+  }
+
+  /// RoPE's angles, once: (cos, sin) of position * theta^(-2i/d), computed in double.
+  static std::vector<float> rope_table(const ModelConfig& c) {
+    const int half = c.head_dim / 2;
+    std::vector<float> rope(static_cast<std::size_t>(c.max_positions) * static_cast<std::size_t>(half) * 2);
+    for (int p = 0; p < c.max_positions; ++p)
+      for (int i = 0; i < half; ++i) {
+        const double angle = p * std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim);
+        const std::size_t at = (static_cast<std::size_t>(p) * static_cast<std::size_t>(half) + static_cast<std::size_t>(i)) * 2;
+        rope[at] = static_cast<float>(std::cos(angle));
+        rope[at + 1] = static_cast<float>(std::sin(angle));
+      }
+    return rope;
+  }
 
   static float* row(float* base, int r, int width) noexcept {
     return base + static_cast<std::size_t>(r) * static_cast<std::size_t>(width);
