@@ -251,6 +251,18 @@ enum class ManagerKind { prefix, paged, reserve };
   return k == ManagerKind::prefix ? "prefix" : k == ManagerKind::paged ? "paged" : "reserve";
 }
 
+/// The fewest blocks on which a manager of kind `k` can serve one request alone (`prompt`
+/// tokens, `new_tokens` generated, `max_tokens` the most it may reach, `samples` forked): a
+/// budget below it can never serve the request. `reserve` takes its whole reservation once per
+/// sample, as `blocks_to_admit` says; a paged manager takes the blocks of the prompt and of
+/// every new token, and one more per sample for the copy-on-write of the shared last block.
+/// With nothing running, the engine admits without a watermark, so none is added.
+[[nodiscard]] inline int blocks_to_serve(ManagerKind k, int prompt, int new_tokens, int max_tokens, int samples,
+                                         int block_tokens) {
+  if (k == ManagerKind::reserve) return ceil_div(max_tokens, block_tokens) * samples;
+  return ceil_div(prompt + new_tokens, block_tokens) + samples;
+}
+
 [[nodiscard]] inline std::unique_ptr<BlockManager> make_manager(ManagerKind k, int num_blocks, int block_tokens) {
   if (k == ManagerKind::reserve) return std::make_unique<ReserveManager>(num_blocks, block_tokens);
   return make_paged_manager(num_blocks, block_tokens, k == ManagerKind::prefix);

@@ -51,7 +51,7 @@ struct KVLayout {
 
 /// How one sequence's KV is found: its buffer, and its block table (null for a contiguous
 /// buffer, where the slot of position p is p). Attention reads position j at slot
-/// table[j / block_tokens] * block_tokens + j % block_tokens: PagedAttention's indirection.
+/// slot_of(table, j, block_tokens) (arithmetic.hpp): PagedAttention's indirection.
 struct SeqKV {
   float* base;
   const int* table;

@@ -94,12 +94,9 @@ int blocks_needed(const Trace& t, ManagerKind k, int block_tokens) {
   int most = 0;
   for (const TraceRequest& r : t.requests) {
     const int prompt = static_cast<int>(r.prompt.size());
-    const int need = k == ManagerKind::reserve
-                         ? ceil_div(prompt + t.max_new_tokens, block_tokens) * r.samples
-                         : ceil_div(prompt + r.new_tokens, block_tokens) + r.samples;
-    most = std::max(most, need);
+    most = std::max(most, blocks_to_serve(k, prompt, r.new_tokens, prompt + t.max_new_tokens, r.samples, block_tokens));
   }
-  return most;  // with nothing running, the engine admits without a watermark
+  return most;
 }
 
 /// The KV budget of the default runs, in blocks: exactly what the trace's largest request needs
