@@ -70,7 +70,7 @@ class Metrics {
   void preempted() { ++stats_.preemptions; }
 
   /// Time to first token: from the request's arrival to `step`, both counted, which sampled it
-  /// at `seconds`.
+  /// at `at` seconds.
   void first_token(const Sequence& s, int step, double at) {
     const auto r = static_cast<std::size_t>(s.request);
     stats_.latency.ttft_steps.push_back(step - arrived_step_[r] + 1);

@@ -85,7 +85,7 @@ class Scheduler {
   /// The step's tokens are sampled (`sampled`, in the order of the step's rows of logits, a
   /// prompt's samples together): each sequence appends its token, each new prompt forks its
   /// samples, and the sequences that reached their length finish. Returns the requests whose
-  /// every sample finished; `step` and `at` are when.
+  /// every sample finished; `clock` and `at` are when.
   int postprocess(const ScheduledStep& step, std::span<const int> sampled, int clock, double at) {
     int out = 0;
     for (Sequence* s : step.decode) {
