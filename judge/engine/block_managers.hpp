@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "arithmetic.hpp"
 #include "block_pool.hpp"
 #include "heap_tally.hpp"
 
@@ -120,7 +121,7 @@ class ReserveManager final : public BlockManager {
     p.spare.resize(p.spare.size() - per);
     for (int i = 0; i * block_tokens_ < p.tokens; ++i)
       copies.push_back({p.table[static_cast<std::size_t>(i)], c.table[static_cast<std::size_t>(i)]});
-    copies_ += static_cast<std::size_t>((p.tokens + block_tokens_ - 1) / block_tokens_);
+    copies_ += static_cast<std::size_t>(ceil_div(p.tokens, block_tokens_));
     seqs_.emplace(child, std::move(c));
   }
   void release(int seq) override {
@@ -136,7 +137,7 @@ class ReserveManager final : public BlockManager {
     if (position < 0 || position >= s.tokens)
       throw std::out_of_range("ReserveManager::slot: position " + std::to_string(position) + " of a sequence of " +
                               std::to_string(s.tokens) + " tokens");
-    return s.table[static_cast<std::size_t>(position / block_tokens_)] * block_tokens_ + position % block_tokens_;
+    return slot_of(s.table.data(), position, block_tokens_);
   }
   int num_free_blocks() const override { return pool_.num_free(); }
   int num_idle_blocks() const override { return pool_.num_free(); }
@@ -159,7 +160,7 @@ class ReserveManager final : public BlockManager {
     std::vector<int> table;  // its own blocks, reserved to the cap
     std::vector<int> spare;  // the reservations of the samples still to fork
   };
-  int blocks_for(int tokens) const { return (tokens + block_tokens_ - 1) / block_tokens_; }
+  int blocks_for(int tokens) const { return ceil_div(tokens, block_tokens_); }
   // An unknown id throws std::invalid_argument, as exercise 07's manager does.
   Seq& known(int seq) {
     const auto it = seqs_.find(seq);
@@ -248,6 +249,18 @@ enum class ManagerKind { prefix, paged, reserve };
 }
 [[nodiscard]] inline const char* manager_name(ManagerKind k) noexcept {
   return k == ManagerKind::prefix ? "prefix" : k == ManagerKind::paged ? "paged" : "reserve";
+}
+
+/// The fewest blocks on which a manager of kind `k` can serve one request alone (`prompt`
+/// tokens, `new_tokens` generated, `max_tokens` the most it may reach, `samples` forked): a
+/// budget below it can never serve the request. `reserve` takes its whole reservation once per
+/// sample, as `blocks_to_admit` says; a paged manager takes the blocks of the prompt and of
+/// every new token, and one more per sample for the copy-on-write of the shared last block.
+/// With nothing running, the engine admits without a watermark, so none is added.
+[[nodiscard]] inline int blocks_to_serve(ManagerKind k, int prompt, int new_tokens, int max_tokens, int samples,
+                                         int block_tokens) {
+  if (k == ManagerKind::reserve) return ceil_div(max_tokens, block_tokens) * samples;
+  return ceil_div(prompt + new_tokens, block_tokens) + samples;
 }
 
 [[nodiscard]] inline std::unique_ptr<BlockManager> make_manager(ManagerKind k, int num_blocks, int block_tokens) {

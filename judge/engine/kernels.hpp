@@ -44,12 +44,6 @@ inline void load16(f32x16& v, const float* p) noexcept { std::memcpy(&v, p, size
 inline constexpr int kPanel = 32;
 inline constexpr int kPrefetchInputs = 64;  // 64 inputs x 32 floats: 8 KB ahead
 
-[[nodiscard]] inline std::size_t panel_index(int n_out, int k, int j, int i) noexcept {
-  (void)n_out;
-  return (static_cast<std::size_t>(j / kPanel) * static_cast<std::size_t>(k) + static_cast<std::size_t>(i)) * kPanel +
-         static_cast<std::size_t>(j % kPanel);
-}
-
 /// R rows of X times one panel: out[r][0..32) = sum over i of X[r][i] * P[i][0..32). Each
 /// output is one lane of two accumulators, one for the even inputs and one for the odd,
 /// each summed in input order, then added: the same chain of roundings whatever R is and
@@ -102,7 +96,7 @@ inline void panel_rows(const float* P, const float* X, int r, int k, float* Y, i
   panel_tile<R>(P, x, k, y);
 }
 
-/// Y[m x n] = X[m x k] times W, W in panels (see panel_index). k and n multiples of 32.
+/// Y[m x n] = X[m x k] times W, W in panels (see kPanel). k and n multiples of 32.
 ///
 /// The loop order is weight-stationary: for each panel, every batch row. So a decode step
 /// with m rows reads each weight from memory once, not m times, and its cost stays the cost

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "aligned_allocator.hpp"
+#include "arithmetic.hpp"
 #include "kernels.hpp"
 #include "model_config.hpp"
 #include "random.hpp"
@@ -23,6 +25,10 @@ struct KVLayout {
   std::size_t block_stride, layer_stride, v_offset, token_stride;
   int block_tokens;
 
+  /// The contiguous layout's `block_tokens`: more than any sequence holds, so one block is the
+  /// whole sequence.
+  static constexpr int kWholeSequence = 1 << 30;
+
   [[nodiscard]] std::size_t key(int layer, int slot) const noexcept {
     const auto b = static_cast<std::size_t>(slot / block_tokens), t = static_cast<std::size_t>(slot % block_tokens);
     return b * block_stride + static_cast<std::size_t>(layer) * layer_stride + t * token_stride;
@@ -34,18 +40,18 @@ struct KVLayout {
   }
   static KVLayout contiguous(const ModelConfig& c) noexcept {
     const auto kv = static_cast<std::size_t>(c.kv_dim());
-    return {0, 2 * kv, kv, static_cast<std::size_t>(c.layers) * 2 * kv, 1 << 30};
+    return {0, 2 * kv, kv, static_cast<std::size_t>(c.layers) * 2 * kv, kWholeSequence};
   }
   /// Floats of one block (or, for the contiguous layout, of one token).
   [[nodiscard]] std::size_t block_floats(const ModelConfig& c) const noexcept {
     return static_cast<std::size_t>(c.layers) * 2 * static_cast<std::size_t>(c.kv_dim()) *
-           static_cast<std::size_t>(block_tokens == 1 << 30 ? 1 : block_tokens);
+           static_cast<std::size_t>(block_tokens == kWholeSequence ? 1 : block_tokens);
   }
 };
 
 /// How one sequence's KV is found: its buffer, and its block table (null for a contiguous
 /// buffer, where the slot of position p is p). Attention reads position j at slot
-/// table[j / block_tokens] * block_tokens + j % block_tokens: PagedAttention's indirection.
+/// slot_of(table, j, block_tokens) (arithmetic.hpp): PagedAttention's indirection.
 struct SeqKV {
   float* base;
   const int* table;
@@ -77,7 +83,7 @@ class Model {
     std::size_t at = 0;
     auto take = [&at](std::size_t n) {
       const std::size_t here = at;
-      at += (n + 15) / 16 * 16;  // keep every tensor 64-byte aligned
+      at += tensor_floats(n);
       return here;
     };
     const auto H = static_cast<std::size_t>(c.hidden), V = static_cast<std::size_t>(c.vocab);
@@ -125,16 +131,7 @@ class Model {
     ones(final_norm_, H);
     fill(lm_head_, V * H, H);
 
-    // RoPE's angles, once: (cos, sin) of position * theta^(-2i/d), computed in double.
-    const int half = c.head_dim / 2;
-    rope_.resize(static_cast<std::size_t>(c.max_positions) * static_cast<std::size_t>(half) * 2);
-    for (int p = 0; p < c.max_positions; ++p)
-      for (int i = 0; i < half; ++i) {
-        const double angle = p * std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim);
-        const std::size_t at2 = (static_cast<std::size_t>(p) * static_cast<std::size_t>(half) + static_cast<std::size_t>(i)) * 2;
-        rope_[at2] = static_cast<float>(std::cos(angle));
-        rope_[at2 + 1] = static_cast<float>(std::sin(angle));
-      }
+    rope_ = rope_table(c);
   }
 
   [[nodiscard]] const ModelConfig& config() const noexcept { return c_; }
@@ -149,31 +146,8 @@ class Model {
   template <class Workspace>
   const float* forward(const BatchView& b, Workspace& ws) const {
     const int H = c_.hidden, Q = c_.q_dim(), KV = c_.kv_dim(), I = c_.intermediate, d = c_.head_dim;
-    const auto Hs = static_cast<std::size_t>(H), Qs = static_cast<std::size_t>(Q), KVs = static_cast<std::size_t>(KV),
-               Is = static_cast<std::size_t>(I);
     const auto rows = static_cast<std::size_t>(b.rows);
-    const auto n = static_cast<std::size_t>(b.logit_count);
-    int max_ctx = 1;
-    for (int r = 0; r < b.rows; ++r) max_ctx = std::max(max_ctx, b.positions[r] + 1);
-    // Every activation of the pass, sized before any is taken, so that a workspace can serve
-    // them from one block (each rounded up to 16 floats, keeping every tensor 64-byte aligned).
-    const std::size_t sizes[] = {rows * Hs, rows * Hs, rows * Qs, rows * KVs, rows * KVs, rows * Qs, rows * Is, rows * Is,
-                                 static_cast<std::size_t>(max_ctx), std::max<std::size_t>(n, 1) * Hs,
-                                 std::max<std::size_t>(n, 1) * static_cast<std::size_t>(c_.vocab)};
-    std::size_t total = 0;
-    for (const std::size_t s : sizes) total += (s + 15) / 16 * 16;
-    ws.reserve(total);
-    float* x = ws.floats(sizes[0]);
-    float* xn = ws.floats(sizes[1]);
-    float* q = ws.floats(sizes[2]);
-    float* k = ws.floats(sizes[3]);
-    float* v = ws.floats(sizes[4]);
-    float* att = ws.floats(sizes[5]);
-    float* g = ws.floats(sizes[6]);
-    float* u = ws.floats(sizes[7]);
-    float* scores = ws.floats(sizes[8]);
-    float* last = ws.floats(sizes[9]);
-    float* logits = ws.floats(sizes[10]);
+    const auto [x, xn, q, k, v, att, g, u, scores, last, logits] = activations(b, ws);
 
     for (int r = 0; r < b.rows; ++r)
       std::copy_n(&w_[embed_ + static_cast<std::size_t>(b.tokens[r]) * static_cast<std::size_t>(H)], H,
@@ -220,6 +194,47 @@ class Model {
     std::size_t attn_norm, wq, wk, wv, wo, mlp_norm, wg, wu, wd;
   };
 
+  /// The forward pass's tensors, in the order `activations` takes them.
+  struct Activations {
+    float *x, *xn, *q, *k, *v, *att, *g, *u, *scores, *last, *logits;
+  };
+
+  /// Every activation of the pass, sized before any is taken, so that a workspace can serve
+  /// them from one block (each rounded by `tensor_floats`, keeping every tensor 64-byte aligned).
+  template <class Workspace>
+  Activations activations(const BatchView& b, Workspace& ws) const {
+    const auto Hs = static_cast<std::size_t>(c_.hidden), Qs = static_cast<std::size_t>(c_.q_dim()),
+               KVs = static_cast<std::size_t>(c_.kv_dim()), Is = static_cast<std::size_t>(c_.intermediate);
+    const auto rows = static_cast<std::size_t>(b.rows);
+    const auto n = static_cast<std::size_t>(b.logit_count);
+    int max_ctx = 1;
+    for (int r = 0; r < b.rows; ++r) max_ctx = std::max(max_ctx, b.positions[r] + 1);
+    const std::size_t sizes[] = {rows * Hs, rows * Hs, rows * Qs, rows * KVs, rows * KVs, rows * Qs, rows * Is, rows * Is,
+                                 static_cast<std::size_t>(max_ctx), std::max<std::size_t>(n, 1) * Hs,
+                                 std::max<std::size_t>(n, 1) * static_cast<std::size_t>(c_.vocab)};
+    std::size_t total = 0;
+    for (const std::size_t s : sizes) total += tensor_floats(s);
+    ws.reserve(total);
+    Activations a{};
+    float** const order[] = {&a.x, &a.xn, &a.q, &a.k, &a.v, &a.att, &a.g, &a.u, &a.scores, &a.last, &a.logits};
+    for (std::size_t i = 0; i < std::size(sizes); ++i) *order[i] = ws.floats(sizes[i]);
+    return a;
+  }
+
+  /// RoPE's angles, once: (cos, sin) of position * theta^(-2i/d), computed in double.
+  static std::vector<float> rope_table(const ModelConfig& c) {
+    const int half = c.head_dim / 2;
+    std::vector<float> rope(static_cast<std::size_t>(c.max_positions) * static_cast<std::size_t>(half) * 2);
+    for (int p = 0; p < c.max_positions; ++p)
+      for (int i = 0; i < half; ++i) {
+        const double angle = p * std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim);
+        const std::size_t at = (static_cast<std::size_t>(p) * static_cast<std::size_t>(half) + static_cast<std::size_t>(i)) * 2;
+        rope[at] = static_cast<float>(std::cos(angle));
+        rope[at + 1] = static_cast<float>(std::sin(angle));
+      }
+    return rope;
+  }
+
   static float* row(float* base, int r, int width) noexcept {
     return base + static_cast<std::size_t>(r) * static_cast<std::size_t>(width);
   }
@@ -237,7 +252,7 @@ class Model {
       const float* qh = q + h * d;
       float m = -INFINITY;
       for (int j = 0; j < ctx; ++j) {
-        const int slot = s.table ? s.table[j / bt] * bt + j % bt : j;
+        const int slot = s.table ? slot_of(s.table, j, bt) : j;
         scores[j] = head_dot(qh, s.base + b.layout.key(l, slot) + kvh * d, d) * scale;
         m = std::max(m, scores[j]);
       }
@@ -249,7 +264,7 @@ class Model {
       float* o = out + h * d;
       std::fill_n(o, d, 0.0f);
       for (int j = 0; j < ctx; ++j) {
-        const int slot = s.table ? s.table[j / bt] * bt + j % bt : j;
+        const int slot = s.table ? slot_of(s.table, j, bt) : j;
         const float* vj = s.base + b.layout.key(l, slot) + b.layout.v_offset + kvh * d;
         const float p = scores[j];
         for (int i = 0; i < d; ++i) o[i] += p * vj[i];

@@ -51,7 +51,7 @@ class PagedManager final : public BlockManager {
     return guarded([&] { return m_.admit(seq, tokens); },
                    [&] { return "admit(" + request(seq) + ", a " + std::to_string(tokens.size()) + "-token prompt)"; });
   }
-  int blocks_to_admit(int tokens, int, int) const override { return (tokens + block_tokens_ - 1) / block_tokens_; }
+  int blocks_to_admit(int tokens, int, int) const override { return ceil_div(tokens, block_tokens_); }
   bool append_token(int seq, int token, std::vector<KvCopy>& copies) override {
     // The manager sees the copies ordered earlier in the step, as the contract says, and may only
     // append to them. Both vectors keep their capacity: no heap allocation in a steady state.

@@ -21,6 +21,8 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "engine.hpp"
 #include "roofline.hpp"
@@ -32,7 +34,7 @@ std::atomic<std::uint64_t> g_heap_allocations{0};
 void* counted(std::size_t n, std::size_t align) {
   g_heap_allocations.fetch_add(1, std::memory_order_relaxed);
   if (n == 0) n = 1;
-  void* p = align <= alignof(std::max_align_t) ? std::malloc(n) : std::aligned_alloc(align, (n + align - 1) / align * align);
+  void* p = align <= alignof(std::max_align_t) ? std::malloc(n) : std::aligned_alloc(align, alloclab::engine::round_up(n, align));
   return p;
 }
 void* counted_or_throw(std::size_t n, std::size_t align) {
@@ -92,12 +94,9 @@ int blocks_needed(const Trace& t, ManagerKind k, int block_tokens) {
   int most = 0;
   for (const TraceRequest& r : t.requests) {
     const int prompt = static_cast<int>(r.prompt.size());
-    const int need = k == ManagerKind::reserve
-                         ? (prompt + t.max_new_tokens + block_tokens - 1) / block_tokens * r.samples
-                         : (prompt + r.new_tokens + block_tokens - 1) / block_tokens + r.samples;
-    most = std::max(most, need);
+    most = std::max(most, blocks_to_serve(k, prompt, r.new_tokens, prompt + t.max_new_tokens, r.samples, block_tokens));
   }
-  return most;  // with nothing running, the engine admits without a watermark
+  return most;
 }
 
 /// The KV budget of the default runs, in blocks: exactly what the trace's largest request needs
@@ -157,97 +156,136 @@ void print_int_array(const char* key, const std::vector<StepRecord>& tl, auto fi
   std::printf(last ? "]" : "], ");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string_view trace_name = "chat", manager_arg = "prefix", model_arg = "default";
-  int kv_blocks = -1;
+/// What the command line asks for.
+struct Args {
+  std::string_view trace = "chat", manager = "prefix", model = "default";
+  int kv_blocks = -1;  // -1: default_kv_blocks
   std::uint64_t seed = 7;
   bool plain = true, progress = false, roofline = false;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args a;
   for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
+    const std::string_view arg = argv[i];
     auto value = [&](const char* what) -> std::string_view {
       if (i + 1 >= argc) usage(std::string(what) + " needs a value");
       return argv[++i];
     };
-    if (a == "--trace") {
-      trace_name = value("--trace");
-      if (trace_name != "chat" && trace_name != "tiny") usage("--trace must be chat or tiny, not '" + std::string(trace_name) + "'");
-    } else if (a == "--manager") {
-      manager_arg = value("--manager");
-      if (!manager_by_name(manager_arg)) usage("--manager must be prefix, paged or reserve, not '" + std::string(manager_arg) + "'");
-    } else if (a == "--model") {
-      model_arg = value("--model");
-      if (!model_by_name(model_arg)) usage("--model must be default or tiny, not '" + std::string(model_arg) + "'");
-    } else if (a == "--kv-blocks") {
+    if (arg == "--trace") {
+      a.trace = value("--trace");
+      if (a.trace != "chat" && a.trace != "tiny") usage("--trace must be chat or tiny, not '" + std::string(a.trace) + "'");
+    } else if (arg == "--manager") {
+      a.manager = value("--manager");
+      if (!manager_by_name(a.manager)) usage("--manager must be prefix, paged or reserve, not '" + std::string(a.manager) + "'");
+    } else if (arg == "--model") {
+      a.model = value("--model");
+      if (!model_by_name(a.model)) usage("--model must be default or tiny, not '" + std::string(a.model) + "'");
+    } else if (arg == "--kv-blocks") {
       const std::string v(value("--kv-blocks"));
       char* end = nullptr;
       const long n = std::strtol(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || n <= 0 || n > 1'000'000) usage("--kv-blocks must be a positive number of blocks, not '" + v + "'");
-      kv_blocks = static_cast<int>(n);
-    } else if (a == "--seed") {
+      a.kv_blocks = static_cast<int>(n);
+    } else if (arg == "--seed") {
       const std::string v(value("--seed"));
       char* end = nullptr;
       const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || v[0] == '-') usage("--seed must be a whole number, not '" + v + "'");
-      seed = static_cast<std::uint64_t>(n);
-    } else if (a == "--no-plain") {
-      plain = false;
-    } else if (a == "--roofline") {
-      roofline = true;
-    } else if (a == "--progress") {
-      progress = true;
+      a.seed = static_cast<std::uint64_t>(n);
+    } else if (arg == "--no-plain") {
+      a.plain = false;
+    } else if (arg == "--roofline") {
+      a.roofline = true;
+    } else if (arg == "--progress") {
+      a.progress = true;
     } else {
-      usage("unknown argument '" + std::string(a) + "'");
+      usage("unknown argument '" + std::string(arg) + "'");
     }
   }
+  return a;
+}
 
-  const ModelConfig& config = *model_by_name(model_arg);
-  const ManagerKind manager = *manager_by_name(manager_arg);
-  const Trace trace = make_trace(trace_name, config.vocab, seed);
+/// The engine's options for `a`, refused (exit status 2) when the budget cannot serve the trace.
+EngineOptions options_for(const Args& a, const Trace& trace) {
+  const ManagerKind manager = *manager_by_name(a.manager);
   EngineOptions o;
   o.manager = manager;
-  o.block_tokens = block_tokens_for(trace_name);
-  o.kv_blocks = kv_blocks > 0 ? kv_blocks : default_kv_blocks(trace, o.block_tokens);
+  o.block_tokens = block_tokens_for(a.trace);
+  o.kv_blocks = a.kv_blocks > 0 ? a.kv_blocks : default_kv_blocks(trace, o.block_tokens);
   const int needed = blocks_needed(trace, manager, o.block_tokens);
   if (o.kv_blocks < needed)
-    usage("--kv-blocks " + std::to_string(o.kv_blocks) + " cannot serve the largest request of '" + std::string(trace_name) +
+    usage("--kv-blocks " + std::to_string(o.kv_blocks) + " cannot serve the largest request of '" + std::string(a.trace) +
           "' under " + manager_name(manager) + ": it needs " + std::to_string(needed));
   o.heap_count = heap_allocations;
-  if (progress) o.on_finish = print_progress;
+  if (a.progress) o.on_finish = print_progress;
+  return o;
+}
 
-  const Ceilings ceilings = roofline ? measure_ceilings() : Ceilings{};
-  const Model model(config);
-  RunStats s;
-  Outputs served;
-  try {
-    ServedEngine engine(model, trace, o);
-    served = engine.run(s);
-  } catch (const std::exception& e) {
-    // A manager's exception names its call (ManagerError); the engine's own checks say what they
-    // found. Either way the run is over, and standard error says why.
-    std::fprintf(stderr, "alloclab_serve: serving the %s trace with the %s manager stopped: %s\n", trace.name,
-                 manager_name(manager), e.what());
-    return 3;
-  }
-  RunStats p;
-  const char* matches = "null";
-  if (plain) {
-    const Outputs expected = run_plain(model, trace, &p, heap_allocations);
-    matches = expected == served ? "true" : "false";
-  }
-
+/// What a served run produced: its tokens, and how many of them and of the requests are done.
+struct Served {
+  Outputs outputs;
   long generated = 0;
-  for (const auto& request : served)
-    for (const auto& sample : request) generated += static_cast<long>(sample.size());
-  int finished = 0;
-  for (std::size_t r = 0; r < served.size(); ++r) {
-    bool all = true;
-    for (const auto& sample : served[r]) all = all && static_cast<int>(sample.size()) == trace.requests[r].new_tokens;
-    finished += all ? 1 : 0;
-  }
+  int finished = 0;  // requests whose every sample has all its tokens
+};
 
-  std::printf("{\"requests\": %zu, \"finished\": %d, \"generated_tokens\": %ld, ", trace.requests.size(), finished, generated);
+Served summarize_outputs(Outputs outputs, const Trace& trace) {
+  Served s{std::move(outputs)};
+  for (const auto& request : s.outputs)
+    for (const auto& sample : request) s.generated += static_cast<long>(sample.size());
+  for (std::size_t r = 0; r < s.outputs.size(); ++r) {
+    bool all = true;
+    for (const auto& sample : s.outputs[r]) all = all && static_cast<int>(sample.size()) == trace.requests[r].new_tokens;
+    s.finished += all ? 1 : 0;
+  }
+  return s;
+}
+
+void print_latency(const Latency& l) {
+  std::printf("\"latency\": {");
+  print_array("ttft_steps", l.ttft_steps, "%.0f");
+  print_array("ttft_seconds", l.ttft_seconds, "%.4f");
+  print_array("tpot_steps", l.tpot_steps, "%.3f");
+  print_array("tpot_seconds", l.tpot_seconds, "%.5f", true);
+  std::printf("}, ");
+}
+
+void print_time_split(const TimeSplit& t, const ModelConfig& config, const Ceilings* ceilings) {
+  std::printf("\"time_split\": {\"prefill_steps\": %d, \"prefill_seconds\": %.3f, \"prefill_tokens\": %ld, "
+              "\"decode_steps\": %d, \"decode_seconds\": %.3f, \"decode_tokens\": %ld}, ",
+              t.prefill_steps, t.prefill_seconds, t.prefill_tokens, t.decode_steps, t.decode_seconds, t.decode_tokens);
+  if (!ceilings) {
+    std::printf("\"roofline\": null, ");
+    return;
+  }
+  const DecodeDemand d = decode_demand(config, t.decode_steps, t.decode_step_rows, t.decode_step_context);
+  const double secs = t.decode_seconds > 0 ? t.decode_seconds : 1;
+  std::printf("\"roofline\": {\"peak_bytes_per_second\": %.4g, \"peak_flops_per_second\": %.4g, "
+              "\"decode_bytes_per_second\": %.4g, \"decode_flops_per_second\": %.4g, \"bytes_per_decode_step\": %.4g, "
+              "\"flops_per_decode_step\": %.4g}, ",
+              ceilings->bytes_per_second, ceilings->flops_per_second, d.bytes / secs, d.flops / secs,
+              t.decode_steps ? d.bytes / t.decode_steps : 0.0, t.decode_steps ? d.flops / t.decode_steps : 0.0);
+}
+
+void print_timeline(const std::vector<StepRecord>& tl) {
+  std::printf("\"timeline\": {");
+  print_int_array("running_blocks", tl, [](const StepRecord& r) { return r.running_blocks; });
+  print_int_array("cached_blocks", tl, [](const StepRecord& r) { return r.cached_blocks; });
+  print_int_array("free_blocks", tl, [](const StepRecord& r) { return r.free_blocks; });
+  print_int_array("batch", tl, [](const StepRecord& r) { return r.batch; });
+  print_int_array("preempted", tl, [](const StepRecord& r) { return r.preempted; });
+  print_int_array("reserved_bytes", tl, [](const StepRecord& r) { return r.reserved_bytes; });
+  print_int_array("allocated_bytes", tl, [](const StepRecord& r) { return r.allocated_bytes; }, true);
+  std::printf("}");
+}
+
+/// The run's JSON object. `plain`: the plain engine's figures, when it ran (`matches`: whether
+/// its tokens equal the served ones).
+void print_json(const Args& a, const Trace& trace, const ModelConfig& config, const EngineOptions& o,
+                const Served& served, const RunStats& s, const RunStats* plain, const char* matches,
+                const Ceilings* ceilings) {
+  const long generated = served.generated;
+  std::printf("{\"requests\": %zu, \"finished\": %d, \"generated_tokens\": %ld, ", trace.requests.size(), served.finished, generated);
   std::printf("\"tokens_per_second\": %.2f, \"mean_batch\": %.3f, \"peak_running\": %d, \"preemptions\": %d, ",
               s.seconds > 0 ? static_cast<double>(generated) / s.seconds : 0.0, s.mean_batch, s.peak_running, s.preemptions);
   std::printf("\"prefix_hit_rate\": %.4f, \"kv_utilization\": %.4f, \"copies\": %zu, \"device_mallocs\": %zu, ",
@@ -256,53 +294,56 @@ int main(int argc, char** argv) {
   std::printf("\"heap_per_step\": {\"engine\": %.3f, \"kv_cache_manager\": %.3f, \"allocators\": %.3f}, ",
               s.heap.engine, s.heap.kv_cache_manager, s.heap.allocators);
   if (plain)
-    std::printf("\"plain_heap_allocations_per_step\": %.3f, ", p.heap_allocations_per_step);
+    std::printf("\"plain_heap_allocations_per_step\": %.3f, ", plain->heap_allocations_per_step);
   else
     std::printf("\"plain_heap_allocations_per_step\": null, ");
-  std::printf("\"tokens_digest\": \"%016" PRIx64 "\", ", tokens_digest(served));
+  std::printf("\"tokens_digest\": \"%016" PRIx64 "\", ", tokens_digest(served.outputs));
   std::printf("\"matches_plain_engine\": %s, \"leak\": %s, \"manager\": \"%s\", \"trace\": \"%s\", ", matches,
-              s.leak.empty() ? "null" : json_string(s.leak).c_str(), manager_name(manager), trace.name);
+              s.leak.empty() ? "null" : json_string(s.leak).c_str(), manager_name(o.manager), trace.name);
   std::printf("\"model\": {\"name\": \"%s\", \"layers\": %d, \"hidden\": %d, \"heads\": %d, \"kv_heads\": %d, "
               "\"intermediate\": %d, \"vocab\": %d, \"weight_bytes\": %zu}, ",
               config.name, config.layers, config.hidden, config.heads, config.kv_heads, config.intermediate, config.vocab,
               config.weight_bytes());
   std::printf("\"kv_blocks\": %d, \"block_tokens\": %d, \"max_seqs\": %d, \"seed\": %" PRIu64 ", \"steps\": %d, "
-              "\"seconds\": %.3f, ", o.kv_blocks, o.block_tokens, o.max_seqs, seed, s.steps, s.seconds);
+              "\"seconds\": %.3f, ", o.kv_blocks, o.block_tokens, o.max_seqs, a.seed, s.steps, s.seconds);
   // CPU time too: on a machine shared with other work, wall-clock tokens/s follows the load;
   // the engine's two threads never run at once, so on an idle machine the two agree.
   std::printf("\"cpu_seconds\": %.3f, \"tokens_per_cpu_second\": %.2f, ", s.cpu_seconds,
               s.cpu_seconds > 0 ? static_cast<double>(generated) / s.cpu_seconds : 0.0);
-  const Latency& l = s.latency;
-  std::printf("\"latency\": {");
-  print_array("ttft_steps", l.ttft_steps, "%.0f");
-  print_array("ttft_seconds", l.ttft_seconds, "%.4f");
-  print_array("tpot_steps", l.tpot_steps, "%.3f");
-  print_array("tpot_seconds", l.tpot_seconds, "%.5f", true);
-  std::printf("}, ");
-  const TimeSplit& t = s.split;
-  std::printf("\"time_split\": {\"prefill_steps\": %d, \"prefill_seconds\": %.3f, \"prefill_tokens\": %ld, "
-              "\"decode_steps\": %d, \"decode_seconds\": %.3f, \"decode_tokens\": %ld}, ",
-              t.prefill_steps, t.prefill_seconds, t.prefill_tokens, t.decode_steps, t.decode_seconds, t.decode_tokens);
-  if (roofline) {
-    const DecodeDemand d = decode_demand(config, t.decode_steps, t.decode_step_rows, t.decode_step_context);
-    const double secs = t.decode_seconds > 0 ? t.decode_seconds : 1;
-    std::printf("\"roofline\": {\"peak_bytes_per_second\": %.4g, \"peak_flops_per_second\": %.4g, "
-                "\"decode_bytes_per_second\": %.4g, \"decode_flops_per_second\": %.4g, \"bytes_per_decode_step\": %.4g, "
-                "\"flops_per_decode_step\": %.4g}, ",
-                ceilings.bytes_per_second, ceilings.flops_per_second, d.bytes / secs, d.flops / secs,
-                t.decode_steps ? d.bytes / t.decode_steps : 0.0, t.decode_steps ? d.flops / t.decode_steps : 0.0);
-  } else {
-    std::printf("\"roofline\": null, ");
+  print_latency(s.latency);
+  print_time_split(s.split, config, ceilings);
+  print_timeline(s.timeline);
+  std::printf("}\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse_args(argc, argv);
+  const ModelConfig& config = *model_by_name(a.model);
+  const Trace trace = make_trace(a.trace, config.vocab, a.seed);
+  const EngineOptions o = options_for(a, trace);
+  const Ceilings ceilings = a.roofline ? measure_ceilings() : Ceilings{};
+  const Model model(config);
+  RunStats s;
+  Outputs outputs;
+  try {
+    ServedEngine engine(model, trace, o);
+    outputs = engine.run(s);
+  } catch (const std::exception& e) {
+    // A manager's exception names its call (ManagerError); the engine's own checks say what they
+    // found. Either way the run is over, and standard error says why.
+    std::fprintf(stderr, "alloclab_serve: serving the %s trace with the %s manager stopped: %s\n", trace.name,
+                 manager_name(o.manager), e.what());
+    return 3;
   }
-  std::printf("\"timeline\": {");
-  const auto& tl = s.timeline;
-  print_int_array("running_blocks", tl, [](const StepRecord& r) { return r.running_blocks; });
-  print_int_array("cached_blocks", tl, [](const StepRecord& r) { return r.cached_blocks; });
-  print_int_array("free_blocks", tl, [](const StepRecord& r) { return r.free_blocks; });
-  print_int_array("batch", tl, [](const StepRecord& r) { return r.batch; });
-  print_int_array("preempted", tl, [](const StepRecord& r) { return r.preempted; });
-  print_int_array("reserved_bytes", tl, [](const StepRecord& r) { return r.reserved_bytes; });
-  print_int_array("allocated_bytes", tl, [](const StepRecord& r) { return r.allocated_bytes; }, true);
-  std::printf("}}\n");
+  RunStats p;
+  const char* matches = "null";
+  if (a.plain) {
+    const Outputs expected = run_plain(model, trace, &p, heap_allocations);
+    matches = expected == outputs ? "true" : "false";
+  }
+  const Served served = summarize_outputs(std::move(outputs), trace);
+  print_json(a, trace, config, o, served, s, a.plain ? &p : nullptr, matches, a.roofline ? &ceilings : nullptr);
   return 0;
 }
