@@ -1,7 +1,8 @@
 """The PrairieLearn external grader (`autograder prairielearn`): the folder it writes (the image's
 build context, one question per exercise), and its entry point run for real in a temporary
-grading root (ALLOCLAB_GRADE_ROOT) on exercise 01: the reference, a header that fails a later
-stage, one that does not compile, a hostile one, none handed in, and the grader's own failure.
+grading root on exercise 01: the reference, a header that fails a later stage, one that does not
+compile, a hostile one, none handed in, and the grader's own failure. The root is named by
+ALLOCLAB_GRADE_ROOT, the former name of ALLOCLAB_PRAIRIELEARN_ROOT, which must keep working.
 Every results.json must validate against judge/schemas/prairielearn-results.schema.json.
 
 The grading cases share build trees of their own (slot "selftest-prairielearn"), so after the
@@ -260,9 +261,10 @@ class NoGrading(ResultsChecks, unittest.TestCase):
     def test_several_exercises_score_together_and_a_huge_report_stays_under_1_mb(self):
         catalog = cat.load()
         first, second = catalog.exercises[:2]
-        missing = grading.ungraded(first, f"{grading.NOT_SUBMITTED}: no file named {first.header} was handed in")
-        judged = grading.ungraded(second, "")
-        judged.status, judged.message = grading.GRADED, "stages 1 of 2 pass"
+        missing = grading.ungraded(first, grading.Unjudged(grading.GradeStatus.NOT_SUBMITTED,
+                                                           f"no file named {first.header} was handed in"))
+        judged = grading.ungraded(second, grading.Unjudged(grading.GradeStatus.NOT_SUBMITTED, ""))
+        judged.status, judged.message = grading.GradeStatus.GRADED, "stages 1 of 2 pass"
         judged.stages[0].earned, judged.stages[0].passed = judged.stages[0].points, True
         judged.score = judged.stages[0].points
         judged.report = "flood\n" * 1_000_000
