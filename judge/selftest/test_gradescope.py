@@ -25,7 +25,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from unittest import mock
 
-from lab.instructor import gradescope, grading, platforms
+from lab.instructor import gradescope, gradescope_results, grading, platforms
 from lab.model import catalog as cat
 from lab.model.catalog import ROOT
 
@@ -184,7 +184,8 @@ class Autograder(unittest.TestCase):
         for test in data["tests"]:
             self.assertEqual(test["status"], "passed" if test["score"] == test["max_score"] else "failed")
             self.assertEqual((test["output_format"], test["visibility"]), ("md", "visible"))
-            self.assertLess(len(test["output"]), gradescope.OUTPUT_CHARS + 2000, "a test's output stays bounded")
+            self.assertLess(len(test["output"]), gradescope_results.OUTPUT_CHARS + 2000,
+                            "a test's output stays bounded")
 
     def test_setup_grades_the_references_in_every_slot_and_requires_full_marks(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -346,7 +347,7 @@ class Format(unittest.TestCase):
             self.assertNotEqual(formats.json_errors(broken, SCHEMA), [], broken)
 
     def test_a_code_block_cannot_be_closed_by_the_text_inside_it(self):
-        block = gradescope.code_block("before\n```\nafter ````` end")
+        block = gradescope_results.code_block("before\n```\nafter ````` end")
         fence = block.split("text", 1)[0]
         self.assertEqual(fence, "``````", "the fence is longer than any run of backticks inside")
         self.assertTrue(block.endswith("\n" + fence))
@@ -378,9 +379,9 @@ class Format(unittest.TestCase):
             self.assertEqual(gradescope.autograder_root(), Path("/autograder"))
 
     def test_a_long_report_is_clipped_to_its_head_and_tail(self):
-        text = "head\n" + "x" * (3 * gradescope.OUTPUT_CHARS) + "\ntail"
-        clipped = platforms.clipped(text, gradescope.OUTPUT_CHARS)
-        self.assertLess(len(clipped), gradescope.OUTPUT_CHARS + 100)
+        text = "head\n" + "x" * (3 * gradescope_results.OUTPUT_CHARS) + "\ntail"
+        clipped = platforms.clipped(text, gradescope_results.OUTPUT_CHARS)
+        self.assertLess(len(clipped), gradescope_results.OUTPUT_CHARS + 100)
         self.assertTrue(clipped.startswith("head") and clipped.endswith("tail"))
         self.assertIn("characters left out", clipped)
 

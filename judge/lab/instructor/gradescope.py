@@ -2,7 +2,7 @@
 the grader its `run_autograder` starts for each submission.
 
 The zip holds Gradescope's two entry points at its root (judge/autograders/gradescope/setup.sh
-and run_autograder), the kit as git tracks it under `alloclab/`, and `autograder.json`, which
+and run_autograder), the kit under `alloclab/` (platforms.kit_files), and `autograder.json`, which
 names the exercises graded. Gradescope unpacks it into /autograder/source, runs setup.sh once
 when it builds the image, then run_autograder once per submission.
 
@@ -14,7 +14,7 @@ time, yours ÷ reference. When the grader itself fails, the file still appears, 
 saying that the fault is not the learner's, so that staff can regrade once it is mended.
 `root` is /autograder, or ALLOCLAB_GRADESCOPE_ROOT when set (how the judge's tests run it;
 ALLOCLAB_AUTOGRADER_ROOT, its former name, still works). What both platforms share is in
-platforms.py, the leaderboard in leaderboard.py."""
+platforms.py, the leaderboard in leaderboard.py, results.json in gradescope_results.py."""
 from __future__ import annotations
 
 import json
@@ -27,11 +27,11 @@ from pathlib import Path
 
 from ..core import build
 from ..model import catalog as cat
-from ..model.catalog import ROOT, Catalog, Exercise, shown
+from ..model.catalog import ROOT, Catalog, shown
 from ..model.errors import UsageError
 from ..model.files import write_atomically
 from . import grading, leaderboard, platforms
-from .grading import ExerciseGrade, GradeStatus, StageGrade
+from .gradescope_results import failed, plain, results_json
 from .platforms import GraderFailure
 
 ROOT_VARIABLE = "ALLOCLAB_GRADESCOPE_ROOT"
@@ -42,10 +42,7 @@ DEFAULT_OUT = build.BUILD_ROOT / "autograder" / "gradescope.zip"
 KIT = "alloclab"                 # the kit's folder in the zip: /autograder/source/alloclab
 SETTINGS = "autograder.json"     # at the zip's root: /autograder/source/autograder.json
 COMPILERS = ("clang",)           # what `grade` and `test` judge with by default
-OUTPUT_CHARS = 20_000            # the most of one report a test's output shows (head and tail)
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # every entry's date: the same kit gives the same zip
-NOT_YOUR_FAULT = (f"{platforms.NOT_YOUR_FAULT} The course staff can see what went wrong and will grade your "
-                  "submission again once it is mended.")
 
 
 # ---- the zip ----------------------------------------------------------------------------
@@ -174,7 +171,7 @@ def run(root: Path) -> int:
     except OSError as err:
         print(f"cannot write {target}: {err.strerror or err}", flush=True)
         return 1
-    print(f"{target}: {results['score']:g} points. {_plain(results['output'])}", flush=True)
+    print(f"{target}: {results['score']:g} points. {plain(results['output'])}", flush=True)
     return 0
 
 
@@ -210,113 +207,6 @@ def grade_submission(root: Path, start: float) -> dict:
             print(f"For the staff, {grade.exercise} ({grade.source or grade.header}): {flag}", flush=True)
     board, notes = leaderboard.board(catalog, exercises, grades, submission, compilers[0])
     return results_json(exercises, grades, time.monotonic() - start, board, notes)
-
-
-# ---- results.json ---------------------------------------------------------------------------
-
-def results_json(exercises: list[Exercise], grades: list[ExerciseGrade], seconds: float,
-                 board: list[dict] | None = None, notes: list[str] | None = None) -> dict:
-    """Gradescope's results.json for these grades (one per exercise, in the same order): a test
-    per stage, the score their sum."""
-    tests = [stage_test(ex, grade, stage) for ex, grade in zip(exercises, grades) for stage in grade.stages]
-    score = round(sum(t["score"] for t in tests), 4)
-    max_score = round(sum(t["max_score"] for t in tests), 4)
-    return {
-        "score": score,
-        "execution_time": max(0, round(seconds)),
-        "output": summary(exercises, grades, score, max_score, board or [], notes or []),
-        "output_format": "md",
-        "test_output_format": "md",
-        "test_name_format": "text",
-        "visibility": "visible",
-        "stdout_visibility": "hidden",
-        "tests": tests,
-        "leaderboard": board or [],
-        "extra_data": {"alloclab": [{"exercise": g.exercise, "status": g.status, "message": g.message,
-                                     "score": g.score, "max_score": g.max_score, "digest": g.digest,
-                                     "seconds": round(g.seconds, 1), "flags": list(g.flags)}
-                                    for g in grades]},
-    }
-
-
-def stage_test(exercise: Exercise, grade: ExerciseGrade, stage: StageGrade) -> dict:
-    number = exercise.id
-    return {
-        "name": f"{number:02d} · {grade.title} · stage {stage.number}: {stage.title}",
-        "number": f"{number}.{stage.number}",
-        "score": round(stage.earned, 4),
-        "max_score": round(stage.points, 4),
-        "status": "passed" if stage.passed else "failed",
-        "output": stage_output(grade, stage),
-        "output_format": "md",
-        "visibility": "visible",
-    }
-
-
-def stage_output(grade: ExerciseGrade, stage: StageGrade) -> str:
-    """The stage's part of the judge's report, in Markdown: the verdict in a sentence, then the
-    report of the stage (or the first compiler error) as the terminal shows it, in a code block."""
-    if grade.status != GradeStatus.GRADED:
-        return f"**Not graded:** {_md_text(grade.message)}"
-    if grade.compile_error:
-        return (f"**Your {grade.header} does not compile**, so no stage can pass. The first error:\n\n"
-                f"{code_block(grade.compile_error)}")
-    verdict = "passes" if stage.passed else "fails"
-    return f"Stage {stage.number} ({_md_text(stage.title)}) {verdict}.\n\n{code_block(stage.report or grade.message)}"
-
-
-def summary(exercises: list[Exercise], grades: list[ExerciseGrade], score: float, max_score: float,
-            board: list[dict], notes: list[str]) -> str:
-    lines = [f"**{score:g} of {max_score:g} points.** Each exercise is judged as `python3 judge/judge.py test N` "
-             "judges it on your machine; each stage below shows its part of the report.", ""]
-    for ex, g in zip(exercises, grades):
-        lines.append(f"- {ex.id:02d} {_md_cell(g.title)}: {g.score:g} of {g.max_score:g} points, "
-                     f"{_md_cell(g.message)}")
-    if board:
-        lines += ["", "The leaderboard (your allocator's benchmark time ÷ the reference's, the median over the "
-                  "exercise's single-threaded workloads; below 1 is faster; 3 short runs each on a shared machine, so differences of 10 % "
-                  "or more can be noise):"]
-        lines += [f"- {e['name'].split(':')[0]}: {e['value']:.2f}" for e in board]
-    lines += ["", *(f"- {_md_text(n)}" for n in notes)] if notes else []
-    return "\n".join(lines)
-
-
-def failed(why: str, seconds: float) -> dict:
-    """The results.json of a grader that could not grade: 0 points, and why."""
-    return {
-        "score": 0,
-        "execution_time": max(0, round(seconds)),
-        "output": f"**The grader failed:** {_md_text(why)}\n\n{NOT_YOUR_FAULT}",
-        "output_format": "md",
-        "visibility": "visible",
-        "stdout_visibility": "hidden",
-        "tests": [],
-        "leaderboard": [],
-        "extra_data": {"alloclab": {"grader_failed": why}},
-    }
-
-
-def code_block(text: str) -> str:
-    """`text` in a fenced code block whose fence no run of backticks inside it can close."""
-    text = platforms.clipped(text.rstrip("\n"), OUTPUT_CHARS)
-    run, fence = 0, 3
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        fence = max(fence, run + 1)
-    return f"{'`' * fence}text\n{text}\n{'`' * fence}"
-
-
-def _md_text(text: str) -> str:
-    """Plain text set in Markdown: the characters that would format it escaped."""
-    return "".join("\\" + ch if ch in "\\`*_[]<>#|" else ch for ch in text)
-
-
-def _md_cell(text: str) -> str:
-    return _md_text(" ".join(text.split()))
-
-
-def _plain(markdown: str) -> str:
-    return markdown.split("\n", 1)[0].replace("**", "")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ class ExerciseGrade:
     verdict: dict | None = None   # Verdict.to_json(), the learner's path in place of the slot's
     source: str = ""             # the header's path inside the learner's folder
     flags: list[str] = field(default_factory=list)   # what an instructor should read before trusting the score
-    voided: bool = False   # judged, and scored 0 whatever its verdict (it changes the test framework, or includes the reference)
+    voided: bool = False   # scored 0 whatever its verdict: it changes the test framework or includes the reference
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -220,8 +220,8 @@ def included_reference(exercise: Exercise, trees: list[Path]) -> str:
     reference = exercise.solution_file.resolve()
     target = re.compile(rf"test_{re.escape(exercise.name)}(-[a-z0-9-]+)?\.dir")
     for tree in trees:
-        objects = [o.relative_to(tree).as_posix() for d in sorted((tree / "CMakeFiles").glob(f"test_{exercise.name}*.dir"))
-                   if target.fullmatch(d.name) for o in sorted(d.rglob("*.o"))]
+        folders = sorted((tree / "CMakeFiles").glob(f"test_{exercise.name}*.dir"))
+        objects = [o.relative_to(tree).as_posix() for d in folders if target.fullmatch(d.name) for o in sorted(d.rglob("*.o"))]
         if not objects:
             continue
         result = process.run(["ninja", "-C", str(tree), "-t", "deps", *objects], timeout=60, keep_bytes=20_000_000)

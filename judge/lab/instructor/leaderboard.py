@@ -3,6 +3,7 @@ benchmark time, the learner's allocator ÷ the reference's."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core import build
@@ -25,8 +26,18 @@ NOISY = 0.25
 SINGLE_THREADED = "-(real_time|threads:)"   # Google Benchmark's filter: a leading - excludes what matches
 
 
+@dataclass(frozen=True)
+class Figure:
+    """One exercise's place on the leaderboard: its time, yours ÷ the reference's."""
+    label: str       # 01 arena
+    ratio: float
+
+    def to_json(self) -> dict:
+        return {"name": f"{self.label}: time, yours ÷ reference", "value": round(self.ratio, 3), "order": "asc"}
+
+
 def board(catalog: Catalog, exercises: list[Exercise], grades: list[ExerciseGrade], submission: Path,
-          compiler: str) -> tuple[list[dict], list[str]]:
+          compiler: str) -> tuple[list[Figure], list[str]]:
     """The leaderboard: for each exercise that passed every stage and has benchmarks, the median
     over its single-threaded workloads of the exercise's allocator's time, your header ÷ the
     reference. With the notes on the figures that could not be measured."""
@@ -39,8 +50,7 @@ def board(catalog: Catalog, exercises: list[Exercise], grades: list[ExerciseGrad
         if ratio is None:
             notes.append(f"{exercise.id:02d}: the leaderboard's benchmark could not be measured ({problem})")
             continue
-        entries.append({"name": f"{exercise.id:02d} {exercise.slug}: time, yours ÷ reference",
-                        "value": round(ratio, 3), "order": "asc"})
+        entries.append(Figure(f"{exercise.id:02d} {exercise.slug}", ratio))
     return entries, notes
 
 

@@ -40,6 +40,7 @@ from ..model import catalog as cat
 from ..model.catalog import ROOT, Catalog, Exercise, shown
 from ..model.errors import UsageError
 from ..model.files import write_atomically
+from ..model.results import StageStatus, TestStatus
 from . import grading, platforms
 from .grading import ExerciseGrade, GradeStatus, Header, StageGrade, Unjudged
 
@@ -301,11 +302,11 @@ def _stage_message(g: ExerciseGrade, s: StageGrade) -> str:
         return g.message
     for config in (g.verdict or {}).get("configs", []):
         for stage in config.get("stages", []):
-            if stage.get("number") != s.number or stage.get("status") == "passed":
+            if stage.get("number") != s.number or stage.get("status") == StageStatus.PASSED:
                 continue
             where = f"{config.get('compiler')} · {config.get('sanitizer')}"
             tests = stage.get("tests", [])
-            failing = [t for t in tests if t.get("status") != "passed"]
+            failing = [t for t in tests if t.get("status") != TestStatus.PASSED]
             if failing:
                 first = failing[0]
                 return (f"fails under {where}: {len(failing)} of {len(tests)} tests do not pass, the first "
