@@ -321,6 +321,17 @@ class Autograder(unittest.TestCase):
         self.assertIn("not a fault of your submission", data["output"])
         self.assertIn("Traceback", printed.getvalue(), "the staff's log (Gradescope's stdout) shows where it broke")
 
+    def test_an_interrupted_grader_writes_its_results_and_stops(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "submission").mkdir()
+            with mock.patch.object(grading, "grade_learner", side_effect=KeyboardInterrupt), \
+                    redirect_stdout(io.StringIO()), self.assertRaises(KeyboardInterrupt):
+                gradescope.run(root)
+            data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+        self.assertEqual(formats.json_errors(data, SCHEMA), [])
+        self.assertIn("not a fault of your submission", data["output"])
+
     def test_run_autograder_writes_results_when_the_grader_cannot_even_start(self):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)   # no kit in source/: setup.sh did not run

@@ -227,6 +227,15 @@ class NoGrading(ResultsChecks, unittest.TestCase):
         self.assertIn("not a fault of your submission", results["message"])
         self.assertIn("the build trees are gone", results["output"])
 
+    def test_an_interrupted_grader_writes_its_results_and_stops(self):
+        (self.root / "student" / "arena.hpp").write_text("// a header\n")
+        with mock.patch.object(grading, "grade_header", side_effect=KeyboardInterrupt), \
+                self.assertRaises(KeyboardInterrupt):
+            prairielearn.run(self.root, "01-arena", slot=SLOT)
+        results = self.results_of(self.root)
+        self.valid(results, "an interrupted grader")
+        self.assertIs(results["gradable"], False)
+
     def test_the_entry_point_writes_results_even_when_python_cannot_run(self):
         fake = self.root / "bin"
         fake.mkdir()

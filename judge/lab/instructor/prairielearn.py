@@ -5,7 +5,7 @@
       Dockerfile           FROM the development container's base, with the kit's toolchain, the kit
                            at /opt/alloclab, an unprivileged user the learner's code runs as, and
                            the build trees warmed by grading each chosen exercise's reference
-      alloclab/            the kit (the files git tracks), its entry point among them:
+      alloclab/            the kit (platforms.kit_files), its entry point among them:
                            judge/autograders/prairielearn/run
     questions/AllocLab/NN-slug/
       info.json            external grading on the image, the entry point naming the exercise,
@@ -244,22 +244,22 @@ def run(root: Path, names: str = "all", catalog: Catalog | None = None, slot: st
         if not exercises:
             raise UsageError(f"the entry point's argument {names!r} names no exercise")
         student = root / "student"
-        if names.strip().lower() == "all" and student.is_dir():   # every exercise handed in
-            found = grading.find_headers(student, exercises)
-            handed = [ex for ex in exercises if isinstance(found[ex.name], Header)]
+        found = grading.find_headers(student, exercises) if student.is_dir() else \
+            {ex.name: Unjudged(GradeStatus.NOT_SUBMITTED, "no file was handed in") for ex in exercises}
+        if names.strip().lower() == "all":   # every exercise handed in, readable or not
+            handed = [ex for ex in exercises if isinstance(found[ex.name], Header)
+                      or found[ex.name].status == GradeStatus.UNREADABLE]
             exercises = handed or exercises
-        return results(grade(loaded, student, exercises, slot or grading_slot()))
+        return results(grade(loaded, student, exercises, found, slot or grading_slot()))
 
     return platforms.results_always(grade_them, failure, lambda outcome: _write_results(root, outcome))
 
 
-def grade(catalog: Catalog, student: Path, exercises: list[Exercise], slot: str) -> list[ExerciseGrade]:
+def grade(catalog: Catalog, student: Path, exercises: list[Exercise], found: dict[str, Header | Unjudged],
+          slot: str) -> list[ExerciseGrade]:
     """Each exercise's grade, one after the other in one slot: a grading job grades one
     submission, and its build trees, warmed when the image was built, are the slot's."""
     compilers = tuple(c for name in COMPILERS for c in build.compilers_for(name))
-    if not student.is_dir():
-        return [grading.ungraded(ex, Unjudged(GradeStatus.NOT_SUBMITTED, "no file was handed in")) for ex in exercises]
-    found = grading.find_headers(student, exercises)
     return [grading.grade_header(catalog, ex, found[ex.name], compilers, slot, student) for ex in exercises]
 
 
