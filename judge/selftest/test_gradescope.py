@@ -120,7 +120,8 @@ class Zip(unittest.TestCase):
                     self.assertIn(needed, kit)
                 self.assertFalse([n for n in kit if n.startswith(("build/", ".git/"))],
                                  "no build tree and no git history in the zip")
-                self.assertEqual(len(names), len(kit) + 3, "nothing else beside the kit and the three files")
+                self.assertIn(platforms.NOT_YOUR_FAULT_FILE, names, "run_autograder reads it beside itself")
+                self.assertEqual(len(names), len(kit) + 4, "nothing else beside the kit and the four files")
 
     def test_an_unknown_exercise_is_a_usage_error(self):
         from lab.model.errors import UsageError
@@ -356,6 +357,12 @@ class Format(unittest.TestCase):
                        {**good, "leaderboard": [{"name": "t", "value": 1, "order": "up"}]},
                        {**good, "visibility": "public"}, {**good, "grade": 1}):
             self.assertNotEqual(formats.json_errors(broken, SCHEMA), [], broken)
+
+    def test_each_platforms_not_your_fault_can_be_written_into_json_by_its_shell_script(self):
+        for platform in ("gradescope", "prairielearn"):
+            text = platforms.not_your_fault(platform)
+            self.assertIn("not a fault of your submission", text)
+            self.assertFalse(set(text) & set('"\\$`\n'), f"{platform}: the shell script puts it in JSON as it is")
 
     def test_a_code_block_cannot_be_closed_by_the_text_inside_it(self):
         block = gradescope_results.code_block("before\n```\nafter ````` end")

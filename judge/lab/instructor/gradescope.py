@@ -2,7 +2,7 @@
 the grader its `run_autograder` starts for each submission.
 
 The zip holds Gradescope's two entry points at its root (judge/autograders/gradescope/setup.sh
-and run_autograder), the kit under `alloclab/` (platforms.kit_files), and `autograder.json`, which
+and run_autograder, with the not-your-fault.txt run_autograder reads), the kit under `alloclab/` (platforms.kit_files), and `autograder.json`, which
 names the exercises graded. Gradescope unpacks it into /autograder/source, runs setup.sh once
 when it builds the image, then run_autograder once per submission.
 
@@ -37,7 +37,7 @@ from .platforms import GraderFailure
 ROOT_VARIABLE = "ALLOCLAB_GRADESCOPE_ROOT"
 ROOT_ALIAS = "ALLOCLAB_AUTOGRADER_ROOT"
 DEFAULT_ROOT = Path("/autograder")
-PLATFORM = ROOT / "judge" / "autograders" / "gradescope"
+PLATFORM = platforms.AUTOGRADERS / "gradescope"
 DEFAULT_OUT = build.BUILD_ROOT / "autograder" / "gradescope.zip"
 KIT = "alloclab"                 # the kit's folder in the zip: /autograder/source/alloclab
 SETTINGS = "autograder.json"     # at the zip's root: /autograder/source/autograder.json
@@ -60,8 +60,9 @@ def package(args, catalog: Catalog) -> bool:
     partial = out.with_name(f".{out.name}.partial")
     try:
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name in ("setup.sh", "run_autograder"):
-                _add(archive, name, (PLATFORM / name).read_bytes(), 0o755)
+            entry_points = (("setup.sh", 0o755), ("run_autograder", 0o755), (platforms.NOT_YOUR_FAULT_FILE, 0o644))
+            for name, mode in entry_points:
+                _add(archive, name, (PLATFORM / name).read_bytes(), mode)
             _add(archive, SETTINGS, (json.dumps(settings, indent=2) + "\n").encode(), 0o644)
             for relative in files:
                 path = ROOT / relative

@@ -8,8 +8,7 @@ from . import leaderboard, platforms
 from .grading import ExerciseGrade, GradeStatus, StageGrade
 
 OUTPUT_CHARS = 20_000            # the most of one report a test's output shows (head and tail)
-NOT_YOUR_FAULT = (f"{platforms.NOT_YOUR_FAULT} The course staff can see what went wrong and will grade your "
-                  "submission again once it is mended.")
+NOT_YOUR_FAULT = platforms.not_your_fault("gradescope")
 
 
 def results_json(exercises: list[Exercise], grades: list[ExerciseGrade], seconds: float,

@@ -18,15 +18,19 @@ from ..model.errors import UsageError
 from . import grading
 from .grading import ExerciseGrade
 
-# The first words of every "not your fault" a learner reads, from Python; each platform says
-# next what the learner should do there. The entry points' shell scripts write the same when
-# Python itself cannot run, so they cannot take it from here.
-NOT_YOUR_FAULT = "This is not a fault of your submission: the grader itself could not do its work."
+AUTOGRADERS = ROOT / "judge" / "autograders"   # a folder per platform: what it runs, beside the kit
+# What a learner reads when the grader itself failed, one file per platform beside its entry
+# point: the entry point's shell script reads it too, since Python may be what could not run.
+NOT_YOUR_FAULT_FILE = "not-your-fault.txt"
 SKIPPED_IN_KIT = ("build/", ".alloclab/", ".git/")
 
 
 class GraderFailure(Exception):
     """The grader cannot grade, through no fault of the submission: its message says why."""
+
+
+def not_your_fault(platform: str) -> str:
+    return (AUTOGRADERS / platform / NOT_YOUR_FAULT_FILE).read_text(encoding="utf-8").strip()
 
 
 def root_of(variable: str, alias: str, default: Path) -> Path:

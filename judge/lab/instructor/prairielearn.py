@@ -51,7 +51,7 @@ IMAGE_ENV = "ALLOCLAB_PRAIRIELEARN_IMAGE"      # the image's name in the course'
 IMAGE_NAME = "alloclab/prairielearn-grader"     # the default name; the tag is the kit's digest
 KIT = "/opt/alloclab"                           # where the image holds the kit
 LEARNER_USER = "alloclab-learner"               # the unprivileged user the learner's code runs as
-FILES = ROOT / "judge" / "autograders" / "prairielearn"
+FILES = platforms.AUTOGRADERS / "prairielearn"
 ENTRY_POINT = "judge/autograders/prairielearn/run"
 TOPIC = "AllocLab"
 SLOT = "prairielearn"         # the build trees the grader judges in (ALLOCLAB_SLOT, when set, names others)
@@ -68,8 +68,7 @@ RESULTS_BYTES = 1_000_000
 BUILD_ALLOWANCE_SECONDS = 90
 START_SECONDS = 30
 LONGEST_TIMEOUT = 600
-NOT_YOUR_FAULT = (f"{platforms.NOT_YOUR_FAULT} It costs you no attempt: submit again, and if it fails again, "
-                  "tell your instructor (the output below says what failed).")
+NOT_YOUR_FAULT = platforms.not_your_fault("prairielearn")
 
 
 # ---------------------------------------------------------------------------------------------
