@@ -125,7 +125,7 @@ def references(root: Path, recorded: Path) -> int:
         chosen = settings(root)
         catalog, _ = platforms.fitted(cat.load())
         exercises = grading.chosen_exercises(catalog, ",".join(chosen["exercises"]))
-        compilers = tuple(c for choice in chosen["compilers"] for c in build.compilers_for(choice))
+        compilers = platforms.compilers(chosen["compilers"])
     except (UsageError, GraderFailure) as err:
         print(f"the references cannot be graded: {err}")
         return 1
@@ -199,7 +199,7 @@ def grade_submission(root: Path, start: float) -> dict:
     chosen = settings(root)
     catalog, jobs = platforms.fitted(cat.load())
     exercises = grading.chosen_exercises(catalog, ",".join(chosen["exercises"]))
-    compilers = tuple(c for choice in chosen["compilers"] for c in build.compilers_for(choice))
+    compilers = platforms.compilers(chosen["compilers"])
     print(f"Grading {', '.join(ex.name for ex in exercises)}: {jobs} at a time, a test program stopped at "
           f"{catalog.limits.memory_mb} MB.", flush=True)
     grades = grading.grade_learner(catalog, submission, exercises, compilers, jobs)

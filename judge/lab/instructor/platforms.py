@@ -9,10 +9,11 @@ import dataclasses
 import os
 import subprocess
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ..core import build
 from ..model.catalog import ROOT, Catalog, Exercise
 from ..model.errors import UsageError
 from . import grading
@@ -27,6 +28,11 @@ SKIPPED_IN_KIT = ("build/", ".alloclab/", ".git/")
 
 class GraderFailure(Exception):
     """The grader cannot grade, through no fault of the submission: its message says why."""
+
+
+def compilers(choices: Iterable[str]) -> tuple[str, ...]:
+    """The compilers a platform's settings name (each a compiler, or a choice such as `all`), in order."""
+    return tuple(c for choice in choices for c in build.compilers_for(choice))
 
 
 def not_your_fault(platform: str) -> str:

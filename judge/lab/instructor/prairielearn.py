@@ -80,7 +80,7 @@ def package(args, catalog: Catalog) -> bool:
     if not exercises:
         raise UsageError("--exercises names no exercise")
     out: Path = args.out or build.BUILD_ROOT / "autograder" / "prairielearn"
-    image = getattr(args, "image", None) or os.environ.get(IMAGE_ENV, "")
+    image = args.image or os.environ.get(IMAGE_ENV, "")
     tag = write(out, catalog, exercises, image)
     print(f"Wrote {shown(out)}: {len(exercises)} question{'s' if len(exercises) != 1 else ''} "
           f"({', '.join(ex.name for ex in exercises)}) graded by the image {tag}")
@@ -258,7 +258,7 @@ def grade(catalog: Catalog, student: Path, exercises: list[Exercise], found: dic
           slot: str) -> list[ExerciseGrade]:
     """Each exercise's grade, one after the other in one slot: a grading job grades one
     submission, and its build trees, warmed when the image was built, are the slot's."""
-    compilers = tuple(c for name in COMPILERS for c in build.compilers_for(name))
+    compilers = platforms.compilers(COMPILERS)
     return [grading.grade_header(catalog, ex, found[ex.name], compilers, slot, student) for ex in exercises]
 
 
@@ -337,7 +337,7 @@ def warm(names: str) -> bool:
     grading job only compiles the learner's code; True when every reference scores full marks
     (else the image must not be built)."""
     catalog = cat.load()
-    compilers = tuple(c for name in COMPILERS for c in build.compilers_for(name))
+    compilers = platforms.compilers(COMPILERS)
     ok = True
     for _, grade in platforms.warm(catalog, grading.chosen_exercises(catalog, names), compilers, [grading_slot()]):
         outcome = results([grade])
