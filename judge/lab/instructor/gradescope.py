@@ -2,9 +2,10 @@
 the grader its `run_autograder` starts for each submission.
 
 The zip holds Gradescope's two entry points at its root (judge/autograders/gradescope/setup.sh
-and run_autograder, with the not-your-fault.txt run_autograder reads), the kit under `alloclab/` (platforms.kit_files), and `autograder.json`, which
-names the exercises graded. Gradescope unpacks it into /autograder/source, runs setup.sh once
-when it builds the image, then run_autograder once per submission.
+and run_autograder, with the not-your-fault.txt run_autograder reads), the kit under `alloclab/`
+(platforms.kit_files), and `autograder.json`, which names the exercises graded. Gradescope
+unpacks it into /autograder/source, runs setup.sh once when it builds the image, then
+run_autograder once per submission.
 
 `run(root)` grades the headers found in `root/submission` as `grade` does (grading.py, the
 exercises judged as many at a time as there are cores) and always writes
@@ -125,7 +126,7 @@ def references(root: Path, recorded: Path) -> int:
         chosen = settings(root)
         catalog, _ = platforms.fitted(cat.load())
         exercises = grading.chosen_exercises(catalog, ",".join(chosen["exercises"]))
-        compilers = platforms.compilers(chosen["compilers"])
+        compilers = platforms.compilers_of(chosen["compilers"])
     except (UsageError, GraderFailure) as err:
         print(f"the references cannot be graded: {err}")
         return 1
@@ -199,7 +200,7 @@ def grade_submission(root: Path, start: float) -> dict:
     chosen = settings(root)
     catalog, jobs = platforms.fitted(cat.load())
     exercises = grading.chosen_exercises(catalog, ",".join(chosen["exercises"]))
-    compilers = platforms.compilers(chosen["compilers"])
+    compilers = platforms.compilers_of(chosen["compilers"])
     print(f"Grading {', '.join(ex.name for ex in exercises)}: {jobs} at a time, a test program stopped at "
           f"{catalog.limits.memory_mb} MB.", flush=True)
     grades = grading.grade_learner(catalog, submission, exercises, compilers, jobs)

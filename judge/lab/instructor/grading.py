@@ -221,7 +221,8 @@ def included_reference(exercise: Exercise, trees: list[Path]) -> str:
     target = re.compile(rf"test_{re.escape(exercise.name)}(-[a-z0-9-]+)?\.dir")
     for tree in trees:
         folders = sorted((tree / "CMakeFiles").glob(f"test_{exercise.name}*.dir"))
-        objects = [o.relative_to(tree).as_posix() for d in folders if target.fullmatch(d.name) for o in sorted(d.rglob("*.o"))]
+        objects = [o.relative_to(tree).as_posix() for d in folders if target.fullmatch(d.name)
+                   for o in sorted(d.rglob("*.o"))]
         if not objects:
             continue
         result = process.run(["ninja", "-C", str(tree), "-t", "deps", *objects], timeout=60, keep_bytes=20_000_000)

@@ -30,7 +30,7 @@ class GraderFailure(Exception):
     """The grader cannot grade, through no fault of the submission: its message says why."""
 
 
-def compilers(choices: Iterable[str]) -> tuple[str, ...]:
+def compilers_of(choices: Iterable[str]) -> tuple[str, ...]:
     """The compilers a platform's settings name (each a compiler, or a choice such as `all`), in order."""
     return tuple(c for choice in choices for c in build.compilers_for(choice))
 
@@ -76,10 +76,11 @@ def clipped(text: str, limit: int) -> str:
 
 def reason(err: BaseException) -> str:
     """What a failure of the grader says: the message of one it expects, the type of any other."""
-    return str(err) if isinstance(err, (GraderFailure, UsageError)) else f"{type(err).__name__}: {err}"
+    return str(err) if expected(err) else f"{type(err).__name__}: {err}"
 
 
 def expected(err: BaseException) -> bool:
+    """A failure the grader knows and names itself (no trace needed to find it)."""
     return isinstance(err, (GraderFailure, UsageError))
 
 

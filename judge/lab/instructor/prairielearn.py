@@ -258,7 +258,7 @@ def grade(catalog: Catalog, student: Path, exercises: list[Exercise], found: dic
           slot: str) -> list[ExerciseGrade]:
     """Each exercise's grade, one after the other in one slot: a grading job grades one
     submission, and its build trees, warmed when the image was built, are the slot's."""
-    compilers = platforms.compilers(COMPILERS)
+    compilers = platforms.compilers_of(COMPILERS)
     return [grading.grade_header(catalog, ex, found[ex.name], compilers, slot, student) for ex in exercises]
 
 
@@ -337,7 +337,7 @@ def warm(names: str) -> bool:
     grading job only compiles the learner's code; True when every reference scores full marks
     (else the image must not be built)."""
     catalog = cat.load()
-    compilers = platforms.compilers(COMPILERS)
+    compilers = platforms.compilers_of(COMPILERS)
     ok = True
     for _, grade in platforms.warm(catalog, grading.chosen_exercises(catalog, names), compilers, [grading_slot()]):
         outcome = results([grade])
