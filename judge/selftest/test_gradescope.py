@@ -158,7 +158,7 @@ class Autograder(unittest.TestCase):
             (self.root / "submission" / "arena.hpp").write_text(header, encoding="utf-8")
         for name, text in (files or {}).items():
             (self.root / "submission" / name).write_text(text, encoding="utf-8")
-        environment = dict(env(self.root), ALLOCLAB_AUTOGRADER_USER=user) if user else env(self.root)
+        environment = dict(env(self.root), ALLOCLAB_GRADESCOPE_USER=user) if user else env(self.root)
         proc = subprocess.run(["bash", str(RUN_AUTOGRADER)], env=environment, capture_output=True, text=True,
                               timeout=900, stdin=subprocess.DEVNULL)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
