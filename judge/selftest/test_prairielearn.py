@@ -22,7 +22,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from lab.instructor import grading, prairielearn
+from lab.instructor import grading, platforms, prairielearn
 from lab.maintainer import mistakes
 from lab.model import catalog as cat
 from lab.model.catalog import ROOT
@@ -172,6 +172,8 @@ class Package(unittest.TestCase):
                        "solutions/01-arena/arena.hpp", ".ci/install"):
             self.assertTrue((kit / needed).is_file(), f"the image's kit lacks {needed}")
         self.assertFalse((kit / "build").exists(), "the kit's own build trees stay out of the image")
+        shipped = sorted(p.relative_to(kit).as_posix() for p in kit.rglob("*") if p.is_file())
+        self.assertEqual(shipped, platforms.kit_files(), "the image holds the kit Gradescope's zip holds")
 
     def test_the_command_writes_the_chosen_exercises_and_keeps_a_folder_it_did_not_write(self):
         out = Path(self.tmp.name) / "cli"
