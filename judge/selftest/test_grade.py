@@ -63,14 +63,18 @@ class FindingHeaders(unittest.TestCase):
         self.write(".alloclab/backups/01-arena/arena.hpp")    # a hidden folder
         flat = self.write("fixed_pool.hpp")
         found = grading.find_headers(self.tmp, [self.arena, self.pool])
-        self.assertEqual(found, {"01-arena": clone, "02-fixed-pool": flat})
+        self.assertEqual(found, {"01-arena": grading.Header(clone, b"// a header\n"),
+                                 "02-fixed-pool": grading.Header(flat, b"// a header\n")})
 
     def test_two_candidates_are_an_error_and_none_is_not_submitted(self):
         self.write("a/arena.hpp")
         self.write("b/arena.hpp")
         found = grading.find_headers(self.tmp, [self.arena, self.pool])
-        self.assertTrue(found["01-arena"].startswith("ambiguous: 2 files are named arena.hpp (a/arena.hpp, b/arena.hpp)"))
-        self.assertEqual(found["02-fixed-pool"], "not submitted: no file named fixed_pool.hpp was handed in")
+        self.assertEqual(found["01-arena"].status, grading.GradeStatus.AMBIGUOUS)
+        self.assertTrue(str(found["01-arena"]).startswith(
+            "ambiguous: 2 files are named arena.hpp (a/arena.hpp, b/arena.hpp)"))
+        self.assertEqual(found["02-fixed-pool"], grading.Unjudged(grading.GradeStatus.NOT_SUBMITTED,
+                                                                  "no file named fixed_pool.hpp was handed in"))
 
     def test_a_symbolic_link_is_not_followed(self):
         outside = Path(tempfile.mkdtemp(prefix="alloclab-grade-outside-"))
@@ -78,11 +82,13 @@ class FindingHeaders(unittest.TestCase):
         (outside / "arena.hpp").write_text("// someone else's\n")
         (self.tmp / "arena.hpp").symlink_to(outside / "arena.hpp")
         (self.tmp / "theirs").symlink_to(outside, target_is_directory=True)
-        self.assertTrue(grading.find_headers(self.tmp, [self.arena])["01-arena"].startswith("not submitted"))
+        self.assertEqual(grading.find_headers(self.tmp, [self.arena])["01-arena"].status,
+                         grading.GradeStatus.NOT_SUBMITTED)
 
     def test_an_unjudgeable_header_scores_zero_and_says_why(self):
         big = self.write("arena.hpp", "x" * (grading.LARGEST_HEADER + 1))
-        grade = grading.grade_header(self.catalog, self.arena, big, ("clang",), "unused", self.tmp)
+        grade = grading.grade_header(self.catalog, self.arena, grading.read_header(big), ("clang",), "unused",
+                                     self.tmp)
         self.assertEqual((grade.status, grade.score, grade.max_score), ("unreadable", 0.0, 100.0))
         self.assertIn("over 1 MB", grade.message)
         self.assertEqual([s.earned for s in grade.stages], [0.0] * 5)
@@ -220,7 +226,8 @@ class GradingAClass(unittest.TestCase):
         erin.mkdir()
         relative = os.path.relpath(arena.solution_file, grading.STAGING / "grade0" / arena.name)
         (erin / "arena.hpp").write_text(f'#pragma once\n#include "{relative}"\n')
-        grade = grading.grade_header(catalog, arena, erin / "arena.hpp", ("clang",), "grade0", erin)
+        grade = grading.grade_header(catalog, arena, grading.read_header(erin / "arena.hpp"), ("clang",), "grade0",
+                                     erin)
         self.assertEqual(grade.score, 0.0)
         self.assertEqual(grade.message, "scored 0: arena.hpp includes the kit's reference solution "
                          "(solutions/01-arena/arena.hpp): its tests judged the reference, not the learner's code")

@@ -1,5 +1,5 @@
 """The Gradescope autograder (judge/lab/instructor/gradescope.py, judge/autograders/gradescope/):
-the zip's layout, and run_autograder run for real in a local root (ALLOCLAB_AUTOGRADER_ROOT) on
+the zip's layout, and run_autograder run for real in a local root (ALLOCLAB_GRADESCOPE_ROOT) on
 exercise 01: the reference (full marks), a header that fails a later stage (partial), one that
 does not compile (0, its first error shown), a hostile one (its flood and its forged
 results.json change nothing), and graders that fail (a results.json still says so). Every
@@ -25,7 +25,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from unittest import mock
 
-from lab.instructor import gradescope, grading
+from lab.instructor import gradescope, gradescope_results, grading, platforms
 from lab.model import catalog as cat
 from lab.model.catalog import ROOT
 
@@ -37,7 +37,7 @@ REFERENCE = (ROOT / "solutions" / "01-arena" / "arena.hpp").read_text(encoding="
 
 
 def env(root: Path) -> dict[str, str]:
-    return dict(os.environ, ALLOCLAB_AUTOGRADER_ROOT=str(root), NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
+    return dict(os.environ, ALLOCLAB_GRADESCOPE_ROOT=str(root), NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
 
 
 def edited(old: str, new: str) -> str:
@@ -66,7 +66,7 @@ HOSTILE = """\
 
 namespace gradescope_hostile {
 inline void forge(const char* name, const char* text) {
-  const char* root = std::getenv("ALLOCLAB_AUTOGRADER_ROOT");
+  const char* root = std::getenv("ALLOCLAB_GRADESCOPE_ROOT");
   if (root == nullptr) return;
   if (std::FILE* f = std::fopen((std::string(root) + name).c_str(), "w")) {
     std::fputs(text, f);
@@ -115,12 +115,13 @@ class Zip(unittest.TestCase):
                 self.assertEqual(json.loads(archive.read(gradescope.SETTINGS))["exercises"], ["01-arena"],
                                  "--exercises 1 grades exercise 01 only")
                 kit = sorted(n.removeprefix("alloclab/") for n in names if n.startswith("alloclab/"))
-                self.assertEqual(kit, gradescope.tracked_files(), "the kit in the zip is the files git tracks")
+                self.assertEqual(kit, platforms.kit_files(), "the kit in the zip is the platforms' one file list")
                 for needed in ("judge/judge.py", "CMakeLists.txt", "judge/catalog.toml", "solutions/01-arena/arena.hpp"):
                     self.assertIn(needed, kit)
                 self.assertFalse([n for n in kit if n.startswith(("build/", ".git/"))],
                                  "no build tree and no git history in the zip")
-                self.assertEqual(len(names), len(kit) + 3, "nothing else beside the kit and the three files")
+                self.assertIn(platforms.NOT_YOUR_FAULT_FILE, names, "run_autograder reads it beside itself")
+                self.assertEqual(len(names), len(kit) + 4, "nothing else beside the kit and the four files")
 
     def test_an_unknown_exercise_is_a_usage_error(self):
         from lab.model.errors import UsageError
@@ -157,7 +158,7 @@ class Autograder(unittest.TestCase):
             (self.root / "submission" / "arena.hpp").write_text(header, encoding="utf-8")
         for name, text in (files or {}).items():
             (self.root / "submission" / name).write_text(text, encoding="utf-8")
-        environment = dict(env(self.root), ALLOCLAB_AUTOGRADER_USER=user) if user else env(self.root)
+        environment = dict(env(self.root), ALLOCLAB_GRADESCOPE_USER=user) if user else env(self.root)
         proc = subprocess.run(["bash", str(RUN_AUTOGRADER)], env=environment, capture_output=True, text=True,
                               timeout=900, stdin=subprocess.DEVNULL)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
@@ -184,7 +185,8 @@ class Autograder(unittest.TestCase):
         for test in data["tests"]:
             self.assertEqual(test["status"], "passed" if test["score"] == test["max_score"] else "failed")
             self.assertEqual((test["output_format"], test["visibility"]), ("md", "visible"))
-            self.assertLess(len(test["output"]), gradescope.OUTPUT_CHARS + 2000, "a test's output stays bounded")
+            self.assertLess(len(test["output"]), gradescope_results.OUTPUT_CHARS + 2000,
+                            "a test's output stays bounded")
 
     def test_setup_grades_the_references_in_every_slot_and_requires_full_marks(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -196,7 +198,8 @@ class Autograder(unittest.TestCase):
             self.assertEqual(status, 0, printed.getvalue())
             self.assertIn("The references score 100 of 100", printed.getvalue())
             with mock.patch.object(grading, "grade_header", side_effect=lambda catalog, exercise, *rest, **kw:
-                                   grading.ungraded(exercise, "not submitted: the test took it away")), \
+                                   grading.ungraded(exercise, grading.Unjudged(grading.GradeStatus.NOT_SUBMITTED,
+                                                                               "the test took it away"))), \
                     redirect_stdout(io.StringIO()) as refused:
                 status = gradescope.main(["--references", str(Path(tmp) / "again"), str(recorded)])
             self.assertEqual(status, 1, "an image whose references do not score full marks is refused")
@@ -301,7 +304,7 @@ class Autograder(unittest.TestCase):
             finally:
                 self.root = root
         self.assertEqual((data["score"], data["tests"]), (0, []))
-        self.assertIn("not a fault of your code", data["output"], "the learner is told it is not their fault")
+        self.assertIn("not a fault of your submission", data["output"], "the learner is told it is not their fault")
         self.assertIn("submission", data["output"])
 
     def test_a_crash_inside_the_grader_still_writes_results_that_say_so(self):
@@ -316,8 +319,19 @@ class Autograder(unittest.TestCase):
         self.assertEqual(formats.json_errors(data, SCHEMA), [])
         self.assertEqual(data["score"], 0)
         self.assertIn("RuntimeError: the disk is full", data["output"])
-        self.assertIn("not a fault of your code", data["output"])
+        self.assertIn("not a fault of your submission", data["output"])
         self.assertIn("Traceback", printed.getvalue(), "the staff's log (Gradescope's stdout) shows where it broke")
+
+    def test_an_interrupted_grader_writes_its_results_and_stops(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "submission").mkdir()
+            with mock.patch.object(grading, "grade_learner", side_effect=KeyboardInterrupt), \
+                    redirect_stdout(io.StringIO()), self.assertRaises(KeyboardInterrupt):
+                gradescope.run(root)
+            data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+        self.assertEqual(formats.json_errors(data, SCHEMA), [])
+        self.assertIn("not a fault of your submission", data["output"])
 
     def test_run_autograder_writes_results_when_the_grader_cannot_even_start(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -329,7 +343,7 @@ class Autograder(unittest.TestCase):
             data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
         self.assertEqual(formats.json_errors(data, SCHEMA), [])
         self.assertEqual(data["score"], 0)
-        self.assertIn("not a fault of your code", data["output"])
+        self.assertIn("not a fault of your submission", data["output"])
 
 
 class Format(unittest.TestCase):
@@ -344,34 +358,48 @@ class Format(unittest.TestCase):
                        {**good, "visibility": "public"}, {**good, "grade": 1}):
             self.assertNotEqual(formats.json_errors(broken, SCHEMA), [], broken)
 
+    def test_each_platforms_not_your_fault_can_be_written_into_json_by_its_shell_script(self):
+        for platform in ("gradescope", "prairielearn"):
+            text = platforms.not_your_fault(platform)
+            self.assertIn("not a fault of your submission", text)
+            self.assertFalse(set(text) & set('"\\$`\n'), f"{platform}: the shell script puts it in JSON as it is")
+
     def test_a_code_block_cannot_be_closed_by_the_text_inside_it(self):
-        block = gradescope.code_block("before\n```\nafter ````` end")
+        block = gradescope_results.code_block("before\n```\nafter ````` end")
         fence = block.split("text", 1)[0]
         self.assertEqual(fence, "``````", "the fence is longer than any run of backticks inside")
         self.assertTrue(block.endswith("\n" + fence))
 
     def test_the_grader_judges_as_many_exercises_at_once_as_it_has_cores(self):
-        self.assertTrue(1 <= gradescope.cores() <= (os.cpu_count() or 1))
+        self.assertTrue(1 <= platforms.cores() <= (os.cpu_count() or 1))
         with mock.patch.object(os, "sched_getaffinity", return_value={0, 1, 2, 3, 4, 5, 6, 7}), \
                 mock.patch.object(Path, "read_text", side_effect=lambda *a, **k: "50000 100000"):
-            self.assertEqual(gradescope.cores(), 1, "half a CPU's quota (Gradescope's default) is one job")
+            self.assertEqual(platforms.cores(), 1, "half a CPU's quota (Gradescope's default) is one job")
 
     def test_no_test_program_may_outgrow_the_container(self):
         catalog = cat.load()
-        with mock.patch.object(gradescope, "cores", return_value=2):
+        with mock.patch.object(platforms, "cores", return_value=2):
             for memory, jobs, test_mb in ((768, 1, 368), (2048, 2, 624), (4096, 2, 1648), (None, 2, None)):
-                with mock.patch.object(gradescope, "container_memory_mb", return_value=memory):
-                    fitted, got_jobs = gradescope.fitted(catalog)
+                with mock.patch.object(platforms, "container_memory_mb", return_value=memory):
+                    fitted, got_jobs = platforms.fitted(catalog)
                 self.assertEqual(got_jobs, jobs, f"jobs in a container of {memory} MB")
                 self.assertEqual(fitted.limits.memory_mb, test_mb or catalog.limits.memory_mb,
                                  f"a test program's memory in a container of {memory} MB: what is left once the "
                                  "other jobs' compilers have theirs, or Gradescope kills the whole grader")
         self.assertEqual(catalog.limits.memory_mb, cat.load().limits.memory_mb, "the catalog itself is untouched")
 
+    def test_a_grading_root_is_named_by_its_platform_and_the_former_name_still_works(self):
+        for named in ({"ALLOCLAB_GRADESCOPE_ROOT": "/new"}, {"ALLOCLAB_AUTOGRADER_ROOT": "/new"},
+                      {"ALLOCLAB_GRADESCOPE_ROOT": "/new", "ALLOCLAB_AUTOGRADER_ROOT": "/old"}):
+            with mock.patch.dict(os.environ, named):
+                self.assertEqual(gradescope.autograder_root(), Path("/new"), named)
+        with mock.patch.dict(os.environ, {}, clear=True):
+            self.assertEqual(gradescope.autograder_root(), Path("/autograder"))
+
     def test_a_long_report_is_clipped_to_its_head_and_tail(self):
-        text = "head\n" + "x" * (3 * gradescope.OUTPUT_CHARS) + "\ntail"
-        clipped = gradescope.clipped(text)
-        self.assertLess(len(clipped), gradescope.OUTPUT_CHARS + 100)
+        text = "head\n" + "x" * (3 * gradescope_results.OUTPUT_CHARS) + "\ntail"
+        clipped = platforms.clipped(text, gradescope_results.OUTPUT_CHARS)
+        self.assertLess(len(clipped), gradescope_results.OUTPUT_CHARS + 100)
         self.assertTrue(clipped.startswith("head") and clipped.endswith("tail"))
         self.assertIn("characters left out", clipped)
 

@@ -82,6 +82,19 @@ class Layers(unittest.TestCase):
                 circle = visit(module, [module])
                 self.assertIsNone(circle, f"an import circle: {' -> '.join(circle or [])}")
 
+    def test_only_the_command_line_and_the_platforms_entry_points_choose_an_exit_status(self):
+        # cli.main alone turns an outcome into an exit status. A course platform's entry point
+        # (judge/autograders/*/run_autograder, run) is exempt: it is started by its own shell
+        # script, not by a person, and the status is that script's signal (0: the results were
+        # written; else it writes its own), so the command table's statuses mean nothing there.
+        exempt = {"lab.instructor.gradescope", "lab.instructor.prairielearn"}
+        found = {module_name(p) for p in LAB.rglob("*.py")
+                 if any(isinstance(node, ast.Attribute) and node.attr == "exit" and
+                        isinstance(node.value, ast.Name) and node.value.id == "sys"
+                        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))}
+        self.assertLessEqual(found, exempt, "a module that exits on its own: return True or False, or raise "
+                                            "UsageError, and let cli.main choose the status")
+
     def test_the_layers_are_folders(self):
         self.assertEqual(sorted(p.name for p in LAB.iterdir() if p.is_dir() and p.name != "__pycache__"),
                          ["core", "instructor", "learner", "maintainer", "model"])

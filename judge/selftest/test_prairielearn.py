@@ -1,7 +1,8 @@
 """The PrairieLearn external grader (`autograder prairielearn`): the folder it writes (the image's
 build context, one question per exercise), and its entry point run for real in a temporary
-grading root (ALLOCLAB_GRADE_ROOT) on exercise 01: the reference, a header that fails a later
-stage, one that does not compile, a hostile one, none handed in, and the grader's own failure.
+grading root on exercise 01: the reference, a header that fails a later stage, one that does not
+compile, a hostile one, none handed in, and the grader's own failure. The root is named by
+ALLOCLAB_GRADE_ROOT, the former name of ALLOCLAB_PRAIRIELEARN_ROOT, which must keep working.
 Every results.json must validate against judge/schemas/prairielearn-results.schema.json.
 
 The grading cases share build trees of their own (slot "selftest-prairielearn"), so after the
@@ -21,7 +22,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from lab.instructor import grading, prairielearn
+from lab.instructor import grading, platforms, prairielearn
 from lab.maintainer import mistakes
 from lab.model import catalog as cat
 from lab.model.catalog import ROOT
@@ -171,6 +172,8 @@ class Package(unittest.TestCase):
                        "solutions/01-arena/arena.hpp", ".ci/install"):
             self.assertTrue((kit / needed).is_file(), f"the image's kit lacks {needed}")
         self.assertFalse((kit / "build").exists(), "the kit's own build trees stay out of the image")
+        shipped = sorted(p.relative_to(kit).as_posix() for p in kit.rglob("*") if p.is_file())
+        self.assertEqual(shipped, platforms.kit_files(), "the image holds the kit Gradescope's zip holds")
 
     def test_the_command_writes_the_chosen_exercises_and_keeps_a_folder_it_did_not_write(self):
         out = Path(self.tmp.name) / "cli"
@@ -226,6 +229,15 @@ class NoGrading(ResultsChecks, unittest.TestCase):
         self.assertIn("not a fault of your submission", results["message"])
         self.assertIn("the build trees are gone", results["output"])
 
+    def test_an_interrupted_grader_writes_its_results_and_stops(self):
+        (self.root / "student" / "arena.hpp").write_text("// a header\n")
+        with mock.patch.object(grading, "grade_header", side_effect=KeyboardInterrupt), \
+                self.assertRaises(KeyboardInterrupt):
+            prairielearn.run(self.root, "01-arena", slot=SLOT)
+        results = self.results_of(self.root)
+        self.valid(results, "an interrupted grader")
+        self.assertIs(results["gradable"], False)
+
     def test_the_entry_point_writes_results_even_when_python_cannot_run(self):
         fake = self.root / "bin"
         fake.mkdir()
@@ -260,9 +272,10 @@ class NoGrading(ResultsChecks, unittest.TestCase):
     def test_several_exercises_score_together_and_a_huge_report_stays_under_1_mb(self):
         catalog = cat.load()
         first, second = catalog.exercises[:2]
-        missing = grading.ungraded(first, f"{grading.NOT_SUBMITTED}: no file named {first.header} was handed in")
-        judged = grading.ungraded(second, "")
-        judged.status, judged.message = grading.GRADED, "stages 1 of 2 pass"
+        missing = grading.ungraded(first, grading.Unjudged(grading.GradeStatus.NOT_SUBMITTED,
+                                                           f"no file named {first.header} was handed in"))
+        judged = grading.ungraded(second, grading.Unjudged(grading.GradeStatus.NOT_SUBMITTED, ""))
+        judged.status, judged.message = grading.GradeStatus.GRADED, "stages 1 of 2 pass"
         judged.stages[0].earned, judged.stages[0].passed = judged.stages[0].points, True
         judged.score = judged.stages[0].points
         judged.report = "flood\n" * 1_000_000

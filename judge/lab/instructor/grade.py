@@ -15,7 +15,6 @@ import io
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import ui
@@ -24,7 +23,7 @@ from ..model.catalog import Catalog, Exercise, shown
 from ..model.errors import UsageError
 from ..model.files import write_atomically
 from . import grading
-from .grading import ExerciseGrade
+from .grading import ExerciseGrade, Header, Pair, Unjudged
 
 
 def grade_command(args, catalog: Catalog) -> bool:
@@ -64,7 +63,7 @@ def grade_class(catalog: Catalog, learners: list[Path], exercises: list[Exercise
     """Every pair's grade, by (learner, exercise name); how many pairs were judged, and how many
     were unchanged since their saved grade (the others had no header to judge)."""
     grades: dict[tuple[str, str], ExerciseGrade] = {}
-    todo: list[tuple[Path, Exercise, Path]] = []
+    todo: list[Pair] = []
     unchanged = 0
     for learner in learners:
         headers = grading.find_headers(learner, exercises)
@@ -74,25 +73,18 @@ def grade_class(catalog: Catalog, learners: list[Path], exercises: list[Exercise
             if saved is not None:
                 grades[(learner.name, ex.name)] = saved
                 unchanged += 1
-            elif isinstance(found, str):
+            elif isinstance(found, Unjudged):
                 grades[(learner.name, ex.name)] = _keep(out, learner.name, grading.ungraded(ex, found), compilers)
             else:
                 todo.append((learner, ex, found))
     todo.sort(key=lambda item: item[1].id)   # a slot stays on one exercise as long as it can
-    slots = build.Slots("grade", jobs)
-
-    def one(learner: Path, ex: Exercise, found: Path) -> ExerciseGrade:
-        with slots.taken() as slot:
-            return grading.grade_header(catalog, ex, found, compilers, slot, learner)
-
     # A bar on a terminal; one line per graded pair elsewhere (a log).
-    with ui.ProgressLine("grading", log=sys.stdout) as progress, ThreadPoolExecutor(max_workers=jobs) as pool:
+    with ui.ProgressLine("grading", log=sys.stdout) as progress:
         if todo:
             progress.show(0, len(todo))
-        futures = {pool.submit(one, *item): item for item in todo}
-        for count, future in enumerate(as_completed(futures), 1):
-            learner, ex, _ = futures[future]
-            grade = _keep(out, learner.name, future.result(), compilers)
+        pairs = grading.judge_pairs(catalog, todo, compilers, jobs)
+        for count, ((learner, ex, _), grade) in enumerate(pairs, 1):
+            grade = _keep(out, learner.name, grade, compilers)
             grades[(learner.name, ex.name)] = grade
             said = f"{learner.name} · {ex.name}: {grade.score:g}/{grade.max_score:g} ({grade.message})"
             progress.show(count, len(todo), f"  {said[:60]}", plain=said)
@@ -103,16 +95,14 @@ def _grade_file(out: Path, learner: str, exercise: str) -> Path:
     return out / learner / f"{exercise}.json"
 
 
-def _saved(out: Path, learner: str, exercise: Exercise, found: Path | str,
+def _saved(out: Path, learner: str, exercise: Exercise, found: Header | Unjudged,
            compilers: tuple[str, ...]) -> ExerciseGrade | None:
     """The saved grade of the pair when it judged this very header with these compilers."""
-    if isinstance(found, str):
+    if isinstance(found, Unjudged):
         return None
-    data = grading.read_header(found)
     try:
         saved = json.loads(_grade_file(out, learner, exercise.name).read_text(encoding="utf-8"))
-        if isinstance(data, bytes) and saved.get("compilers") == list(compilers) \
-                and saved["grade"]["digest"] == grading.digest(data):
+        if saved.get("compilers") == list(compilers) and saved["grade"]["digest"] == found.digest:
             return ExerciseGrade.from_json(saved["grade"])
     except (OSError, ValueError, KeyError, TypeError):
         pass

@@ -17,9 +17,11 @@ import hashlib
 import json
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from .. import ui
@@ -32,8 +34,36 @@ from ..model.results import StageStatus, Verdict
 STAGING = build.BUILD_ROOT / "grade"
 LARGEST_HEADER = 1 << 20          # bytes; a larger "header" is not judged
 SKIPPED_FOLDERS = {"solutions", "build", "judge", "node_modules", "__MACOSX"}
-NOT_SUBMITTED, AMBIGUOUS, UNREADABLE, GRADED = "not submitted", "ambiguous", "unreadable", "graded"
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class GradeStatus(StrEnum):
+    """What became of an exercise's header; the values are the words grades.json records."""
+    GRADED = "graded"
+    NOT_SUBMITTED = "not submitted"
+    AMBIGUOUS = "ambiguous"
+    UNREADABLE = "unreadable"
+
+
+@dataclass(frozen=True)
+class Unjudged:
+    """Why an exercise has no header to judge."""
+    status: GradeStatus
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.status}: {self.why}"
+
+
+@dataclass(frozen=True)
+class Header:
+    """A header handed in, read once: its bytes are both hashed and judged."""
+    path: Path
+    data: bytes
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
 
 
 @dataclass
@@ -52,7 +82,7 @@ class ExerciseGrade:
     exercise: str        # 01-arena
     title: str
     header: str          # arena.hpp
-    status: str          # graded, not submitted, ambiguous or unreadable
+    status: GradeStatus
     message: str         # one line: what a table cell or a summary says
     score: float
     max_score: float
@@ -64,6 +94,7 @@ class ExerciseGrade:
     verdict: dict | None = None   # Verdict.to_json(), the learner's path in place of the slot's
     source: str = ""             # the header's path inside the learner's folder
     flags: list[str] = field(default_factory=list)   # what an instructor should read before trusting the score
+    voided: bool = False   # scored 0 whatever its verdict: it changes the test framework or includes the reference
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -72,12 +103,13 @@ class ExerciseGrade:
     def from_json(data: dict) -> "ExerciseGrade":
         fields = dict(data)
         fields["stages"] = [StageGrade(**s) for s in data.get("stages", [])]
+        fields["status"] = GradeStatus(data["status"])
         return ExerciseGrade(**fields)
 
 
-def find_headers(folder: Path, exercises: list[Exercise]) -> dict[str, Path | str]:
+def find_headers(folder: Path, exercises: list[Exercise]) -> dict[str, Header | Unjudged]:
     """Each exercise's header in a learner's folder, found by its file name anywhere below (a
-    clone of the kit and a flat upload both work), or the sentence that says why there is none.
+    clone of the kit and a flat upload both work) and read, or why there is none.
     Hidden folders and the kit's own (solutions/, judge/, build/) are not searched, symbolic
     links are not followed."""
     wanted = {ex.header: ex for ex in exercises}
@@ -88,17 +120,17 @@ def find_headers(folder: Path, exercises: list[Exercise]) -> dict[str, Path | st
             path = Path(here) / name
             if name in wanted and not path.is_symlink():
                 found[wanted[name].name].append(path)
-    headers: dict[str, Path | str] = {}
+    headers: dict[str, Header | Unjudged] = {}
     for ex in exercises:
         paths = found[ex.name]
         if not paths:
-            headers[ex.name] = f"{NOT_SUBMITTED}: no file named {ex.header} was handed in"
+            headers[ex.name] = Unjudged(GradeStatus.NOT_SUBMITTED, f"no file named {ex.header} was handed in")
         elif len(paths) > 1:
             listed = ", ".join(p.relative_to(folder).as_posix() for p in paths[:4])
-            headers[ex.name] = (f"{AMBIGUOUS}: {len(paths)} files are named {ex.header} ({listed}); hand in "
-                                "exactly one")
+            headers[ex.name] = Unjudged(GradeStatus.AMBIGUOUS, f"{len(paths)} files are named {ex.header} ({listed}); "
+                                        "hand in exactly one")
         else:
-            headers[ex.name] = paths[0]
+            headers[ex.name] = read_header(paths[0])
     return headers
 
 
@@ -123,29 +155,25 @@ def flags_of(text: str) -> list[str]:
             "rewrite its test program's results or reach outside it; read it before you trust its score"]
 
 
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def ungraded(exercise: Exercise, why: str) -> ExerciseGrade:
+def ungraded(exercise: Exercise, unjudged: Unjudged) -> ExerciseGrade:
     """The grade of a header that could not be judged: 0, and why."""
-    status = why.split(":", 1)[0] if why.split(":", 1)[0] in (NOT_SUBMITTED, AMBIGUOUS, UNREADABLE) else UNREADABLE
+    why = str(unjudged)
     points = exercise.stage_points()
-    return ExerciseGrade(exercise.name, exercise.title, exercise.header, status, why, 0.0, sum(points),
+    return ExerciseGrade(exercise.name, exercise.title, exercise.header, unjudged.status, why, 0.0, sum(points),
                          [StageGrade(s.number, s.title, s.goal, p, 0.0, False, why)
                           for s, p in zip(exercise.stages, points)], report=why)
 
 
-def read_header(path: Path) -> bytes | str:
+def read_header(path: Path) -> Header | Unjudged:
     """The header's bytes, or why they cannot be judged."""
     try:
         size = path.stat().st_size
         if size > LARGEST_HEADER:
-            return f"{UNREADABLE}: {path.name} is {size / 1e6:.1f} MB, and a header over {LARGEST_HEADER >> 20} MB " \
-                   "is not judged"
-        return path.read_bytes()
+            return Unjudged(GradeStatus.UNREADABLE, f"{path.name} is {size / 1e6:.1f} MB, and a header over "
+                            f"{LARGEST_HEADER >> 20} MB is not judged")
+        return Header(path, path.read_bytes())
     except OSError as err:
-        return f"{UNREADABLE}: {path.name} cannot be read ({err.strerror or err})"
+        return Unjudged(GradeStatus.UNREADABLE, f"{path.name} cannot be read ({err.strerror or err})")
 
 
 @contextmanager
@@ -162,43 +190,44 @@ def slot_folder(slot: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def grade_header(catalog: Catalog, exercise: Exercise, found: Path | str, compilers: tuple[str, ...],
+def grade_header(catalog: Catalog, exercise: Exercise, found: Header | Unjudged, compilers: tuple[str, ...],
                  slot: str, learner_folder: Path | None = None) -> ExerciseGrade:
     """Judges one header (or scores 0 the reason `found` gives instead) in slot `slot`. Never
     raises for what the header does."""
-    if isinstance(found, str):
+    if isinstance(found, Unjudged):
         return ungraded(exercise, found)
-    data = read_header(found)
-    if isinstance(data, str):
-        return ungraded(exercise, data)
-    source = found.relative_to(learner_folder).as_posix() if learner_folder else found.name
+    source = found.path.relative_to(learner_folder).as_posix() if learner_folder else found.path.name
     with slot_folder(slot) as folder:
         staged = folder / exercise.name / exercise.header
         staged.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(staged, data, 0o644)
+        write_atomically(staged, found.data, 0o644)
         impl = build.Impl("source", staged)
         verdict = judging.judge(judging.Request(exercise, impl, compilers, slot=slot, every_stage=True), catalog.limits)
         borrowed = included_reference(exercise, [build.tree_dir(c.compiler, c.sanitizer, impl, slot)
                                                  for c in verdict.configs if c.build.ok])
     refused = (f"{source} includes the kit's reference solution ({shown(borrowed)}): its tests judged the "
                "reference, not the learner's code" if borrowed else "")
-    grade = scored(exercise, verdict, staged, source, digest(data), refused)
-    grade.flags = flags_of(data.decode("utf-8", "replace"))
+    grade = scored(exercise, verdict, staged, source, found.digest, refused)
+    grade.flags = flags_of(found.data.decode("utf-8", "replace"))
     return grade
 
 
 def included_reference(exercise: Exercise, trees: list[Path]) -> str:
     """The reference header the judged test binary's objects were compiled with, if any: a header
     that includes the kit's own solution passes every test without a line of its own. The
-    compiler's dependency records, which ninja keeps, say what each object included."""
+    compiler's dependency records, which ninja keeps, say what each object included: those of
+    the exercise's test objects alone are read, not the whole tree's."""
     reference = exercise.solution_file.resolve()
+    target = re.compile(rf"test_{re.escape(exercise.name)}(-[a-z0-9-]+)?\.dir")
     for tree in trees:
-        result = process.run(["ninja", "-C", str(tree), "-t", "deps"], timeout=60, keep_bytes=20_000_000)
-        judged = False
+        folders = sorted((tree / "CMakeFiles").glob(f"test_{exercise.name}*.dir"))
+        objects = [o.relative_to(tree).as_posix() for d in folders if target.fullmatch(d.name)
+                   for o in sorted(d.rglob("*.o"))]
+        if not objects:
+            continue
+        result = process.run(["ninja", "-C", str(tree), "-t", "deps", *objects], timeout=60, keep_bytes=20_000_000)
         for line in result.stdout.text().splitlines():
-            if not line.startswith(" "):
-                judged = re.match(rf"CMakeFiles/test_{re.escape(exercise.name)}(-[a-z0-9-]+)?\.dir/", line) is not None
-            elif judged and line.strip() and (tree / line.strip()).resolve() == reference:
+            if line.startswith(" ") and line.strip() and (tree / line.strip()).resolve() == reference:
                 return str(reference)
     return ""
 
@@ -221,10 +250,11 @@ def scored(exercise: Exercise, verdict: Verdict, staged: Path, source: str, head
         stages.append(StageGrade(stage.number, stage.title, stage.goal, points, points if passed else 0.0, passed,
                                  own(_refusal(refused) + stage_report(verdict, stage.number))))
     error = _compile_error(verdict)
-    grade = ExerciseGrade(exercise.name, exercise.title, exercise.header, GRADED, "",
+    grade = ExerciseGrade(exercise.name, exercise.title, exercise.header, GradeStatus.GRADED, "",
                           sum(s.earned for s in stages), sum(s.points for s in stages), stages,
                           own(_refusal(refused) + report.render(verdict, exercise)), own(error), header_digest,
-                          verdict.seconds, json.loads(own(json.dumps(verdict.to_json()))), source)
+                          verdict.seconds, json.loads(own(json.dumps(verdict.to_json()))), source,
+                          voided=bool(refused or verdict.tampering))
     grade.message = own(f"scored 0: {refused}" if refused else _message(grade, verdict, error))
     return grade
 
@@ -275,19 +305,33 @@ def _message(grade: ExerciseGrade, verdict: Verdict, error: str) -> str:
     return f"{head}; the first failing is stage {failing.number} ({failing.title})"
 
 
+Pair = tuple[Path, Exercise, Header]   # a learner's folder, an exercise, the header it handed in for it
+
+
+def judge_pairs(catalog: Catalog, pairs: list[Pair], compilers: tuple[str, ...],
+                jobs: int) -> Iterator[tuple[Pair, ExerciseGrade]]:
+    """Each pair's grade, `jobs` pairs at a time, each in a slot of its own, as each is done."""
+    slots = build.Slots("grade", jobs)
+
+    def one(folder: Path, exercise: Exercise, header: Header) -> ExerciseGrade:
+        with slots.taken() as slot:
+            return grade_header(catalog, exercise, header, compilers, slot, folder)
+
+    with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+        futures = {pool.submit(one, *pair): pair for pair in pairs}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
 def grade_learner(catalog: Catalog, folder: Path, exercises: list[Exercise], compilers: tuple[str, ...],
                   jobs: int) -> list[ExerciseGrade]:
     """Every chosen exercise of one learner's folder, `jobs` at a time, in catalog order: what
     the autograders grade a submission with."""
     headers = find_headers(folder, exercises)
-    slots = build.Slots("grade", jobs)
-
-    def one(exercise: Exercise) -> ExerciseGrade:
-        with slots.taken() as slot:
-            return grade_header(catalog, exercise, headers[exercise.name], compilers, slot, folder)
-
-    with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
-        return list(pool.map(one, exercises))
+    grades = {ex.name: ungraded(ex, found) for ex in exercises if isinstance(found := headers[ex.name], Unjudged)}
+    pairs = [(folder, ex, found) for ex in exercises if isinstance(found := headers[ex.name], Header)]
+    grades.update((ex.name, grade) for (_, ex, _), grade in judge_pairs(catalog, pairs, compilers, jobs))
+    return [grades[ex.name] for ex in exercises]
 
 
 def chosen_exercises(catalog: Catalog, names: str) -> list[Exercise]:

@@ -5,7 +5,7 @@
       Dockerfile           FROM the development container's base, with the kit's toolchain, the kit
                            at /opt/alloclab, an unprivileged user the learner's code runs as, and
                            the build trees warmed by grading each chosen exercise's reference
-      alloclab/            the kit (the files git tracks), its entry point among them:
+      alloclab/            the kit (platforms.kit_files), its entry point among them:
                            judge/autograders/prairielearn/run
     questions/AllocLab/NN-slug/
       info.json            external grading on the image, the entry point naming the exercise,
@@ -15,13 +15,14 @@
     README.md              the steps to take it to a course
 
 `run` is what the entry point runs in the grading container: it grades the header PrairieLearn
-put in $ROOT/student (`ROOT` is /grade, or ALLOCLAB_GRADE_ROOT) exactly as `judge.py test`
+put in $ROOT/student (`ROOT` is /grade, or ALLOCLAB_PRAIRIELEARN_ROOT; ALLOCLAB_GRADE_ROOT, its
+former name, still works) exactly as `judge.py test`
 judges it, through grading.py, and always writes $ROOT/results/results.json, in the format
 judge/schemas/prairielearn-results.schema.json describes: one test per stage, worth the stage's
 points. Which exercise a question grades is the entry point's argument, written in the
 question's info.json: the one file a course edits per question, so no server.py is needed and a
 question cannot disagree with itself. Without an argument every exercise whose header was handed
-in is graded."""
+in is graded. What both platforms share is in platforms.py."""
 from __future__ import annotations
 
 import hashlib
@@ -29,34 +30,33 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
-import traceback
 import uuid
 from html import escape
 from pathlib import Path
 
 from ..core import build
+from ..model import catalog as cat
 from ..model.catalog import ROOT, Catalog, Exercise, shown
 from ..model.errors import UsageError
 from ..model.files import write_atomically
-from . import grading
-from .grading import ExerciseGrade
+from ..model.results import StageStatus, TestStatus
+from . import grading, platforms
+from .grading import ExerciseGrade, GradeStatus, Header, StageGrade, Unjudged
 
-GRADE_ROOT = "ALLOCLAB_GRADE_ROOT"
-DEFAULT_GRADE_ROOT = Path("/grade")
+ROOT_VARIABLE = "ALLOCLAB_PRAIRIELEARN_ROOT"
+ROOT_ALIAS = "ALLOCLAB_GRADE_ROOT"
+DEFAULT_ROOT = Path("/grade")
 IMAGE_ENV = "ALLOCLAB_PRAIRIELEARN_IMAGE"      # the image's name in the course's registry
 IMAGE_NAME = "alloclab/prairielearn-grader"     # the default name; the tag is the kit's digest
 KIT = "/opt/alloclab"                           # where the image holds the kit
 LEARNER_USER = "alloclab-learner"               # the unprivileged user the learner's code runs as
-FILES = ROOT / "judge" / "autograders" / "prairielearn"
+FILES = platforms.AUTOGRADERS / "prairielearn"
 ENTRY_POINT = "judge/autograders/prairielearn/run"
 TOPIC = "AllocLab"
 SLOT = "prairielearn"         # the build trees the grader judges in (ALLOCLAB_SLOT, when set, names others)
 COMPILERS = ("clang",)                          # as `judge.py test` judges by default
 MARKER = ".alloclab-prairielearn"               # marks a folder `package` wrote, so it may rewrite it
-SKIPPED_IN_KIT = ("build/", ".alloclab/", ".git/")
 # PrairieLearn takes results.json up to 1 MB; each test's output and the whole report are cut to
 # these many characters (head and tail), which keeps any exercise's results far below it.
 TEST_OUTPUT_CHARS = 24_000
@@ -68,9 +68,7 @@ RESULTS_BYTES = 1_000_000
 BUILD_ALLOWANCE_SECONDS = 90
 START_SECONDS = 30
 LONGEST_TIMEOUT = 600
-NOT_YOUR_FAULT = ("The grader itself failed while grading this submission. This is not a fault of your "
-                  "submission, and it costs you no attempt: submit again, and if it fails again, tell your "
-                  "instructor (the output below says what failed).")
+NOT_YOUR_FAULT = platforms.not_your_fault("prairielearn")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,7 +80,7 @@ def package(args, catalog: Catalog) -> bool:
     if not exercises:
         raise UsageError("--exercises names no exercise")
     out: Path = args.out or build.BUILD_ROOT / "autograder" / "prairielearn"
-    image = getattr(args, "image", None) or os.environ.get(IMAGE_ENV, "")
+    image = args.image or os.environ.get(IMAGE_ENV, "")
     tag = write(out, catalog, exercises, image)
     print(f"Wrote {shown(out)}: {len(exercises)} question{'s' if len(exercises) != 1 else ''} "
           f"({', '.join(ex.name for ex in exercises)}) graded by the image {tag}")
@@ -99,7 +97,7 @@ def package(args, catalog: Catalog) -> bool:
 def write(out: Path, catalog: Catalog, exercises: list[Exercise], image: str = "") -> str:
     """Writes the folder; returns the image's full name (name:tag) its questions use."""
     _clear(out)
-    kit_files = _kit_files()
+    kit_files = platforms.kit_files()
     kit = out / "image" / "alloclab"
     for relative in kit_files:
         target = kit / relative
@@ -126,27 +124,6 @@ def _clear(out: Path) -> None:
                              "or new folder, so nothing of yours is overwritten")
         shutil.rmtree(out)
     out.mkdir(parents=True)
-
-
-def _kit_files() -> list[str]:
-    """The kit's files, relative to its root: those git tracks or would (their copies in the
-    working tree, new files too, nothing git ignores), or, outside a git checkout, every file
-    but the build trees and the learner's state."""
-    try:
-        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
-                                 "--exclude-standard"], capture_output=True, timeout=60)
-        if listed.returncode == 0 and listed.stdout:
-            names = [n for n in listed.stdout.decode("utf-8", "replace").split("\0") if n]
-            return sorted(n for n in names if (ROOT / n).is_file() and not (ROOT / n).is_symlink())
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    found = []
-    for here, dirs, files in os.walk(ROOT):
-        relative = Path(here).relative_to(ROOT).as_posix()
-        dirs[:] = sorted(d for d in dirs if f"{relative}/{d}/".lstrip("./") not in SKIPPED_IN_KIT
-                         and d != "__pycache__")
-        found += [f"{relative}/{f}".removeprefix("./") for f in sorted(files) if not (Path(here) / f).is_symlink()]
-    return found
 
 
 def _image_tag(image: str, kit: Path, files: list[str]) -> str:
@@ -244,7 +221,7 @@ def _write_question(folder: Path, exercise: Exercise, image: str, catalog: Catal
 
 
 def grade_root() -> Path:
-    return Path(os.environ.get(GRADE_ROOT) or DEFAULT_GRADE_ROOT)
+    return platforms.root_of(ROOT_VARIABLE, ROOT_ALIAS, DEFAULT_ROOT)
 
 
 def grading_slot() -> str:
@@ -253,51 +230,42 @@ def grading_slot() -> str:
 
 def run(root: Path, names: str = "all", catalog: Catalog | None = None, slot: str | None = None) -> dict:
     """Grades what $ROOT/student holds and writes $ROOT/results/results.json; returns what it
-    wrote. Never raises: a failure of the grader itself is written as such."""
-    try:
+    wrote. A failure of the grader itself is written as such (platforms.results_always)."""
+    def grade_them() -> dict:
         results_dir = root / "results"
         results_dir.mkdir(parents=True, exist_ok=True)
         try:
             os.chmod(results_dir, 0o755)   # the learner's code, run as another user, cannot write in it
         except OSError:
             pass   # a folder someone else made: the results are still written last, whole
-        if catalog is None:
-            from ..model import catalog as cat
-            catalog = cat.load()
-        exercises = grading.chosen_exercises(catalog, names)
+        loaded = catalog or cat.load()
+        exercises = grading.chosen_exercises(loaded, names)
         if not exercises:
             raise UsageError(f"the entry point's argument {names!r} names no exercise")
         student = root / "student"
-        if names.strip().lower() == "all" and student.is_dir():   # every exercise handed in
-            found = grading.find_headers(student, exercises)
-            handed = [ex for ex in exercises if not isinstance(found[ex.name], str)]
+        found = grading.find_headers(student, exercises) if student.is_dir() else \
+            {ex.name: Unjudged(GradeStatus.NOT_SUBMITTED, "no file was handed in") for ex in exercises}
+        if names.strip().lower() == "all":   # every exercise handed in, readable or not
+            handed = [ex for ex in exercises if isinstance(found[ex.name], Header)
+                      or found[ex.name].status == GradeStatus.UNREADABLE]
             exercises = handed or exercises
-        grades = grade(catalog, student, exercises, slot or grading_slot())
-        outcome = results(grades)
-    except BaseException as err:   # the grader's own failure: said so, never blamed on the learner
-        outcome = failure(err)
-        _write_results(root, outcome)
-        if isinstance(err, KeyboardInterrupt):
-            raise
-        return outcome
-    _write_results(root, outcome)
-    return outcome
+        return results(grade(loaded, student, exercises, found, slot or grading_slot()))
+
+    return platforms.results_always(grade_them, failure, lambda outcome: _write_results(root, outcome))
 
 
-def grade(catalog: Catalog, student: Path, exercises: list[Exercise], slot: str) -> list[ExerciseGrade]:
+def grade(catalog: Catalog, student: Path, exercises: list[Exercise], found: dict[str, Header | Unjudged],
+          slot: str) -> list[ExerciseGrade]:
     """Each exercise's grade, one after the other in one slot: a grading job grades one
     submission, and its build trees, warmed when the image was built, are the slot's."""
-    compilers = tuple(c for name in COMPILERS for c in build.compilers_for(name))
-    if not student.is_dir():
-        return [grading.ungraded(ex, f"{grading.NOT_SUBMITTED}: no file was handed in") for ex in exercises]
-    found = grading.find_headers(student, exercises)
+    compilers = platforms.compilers_of(COMPILERS)
     return [grading.grade_header(catalog, ex, found[ex.name], compilers, slot, student) for ex in exercises]
 
 
 def results(grades: list[ExerciseGrade]) -> dict:
     """results.json for these grades: ungradable when no exercise's header was handed in, else
     the share of the points earned, with one test per stage."""
-    graded = [g for g in grades if g.status == grading.GRADED]
+    graded = [g for g in grades if g.status == GradeStatus.GRADED]
     if not graded:
         why = [g.message for g in grades]
         return {"gradable": False, "score": 0.0,
@@ -312,32 +280,32 @@ def results(grades: list[ExerciseGrade]) -> dict:
             name = f"Stage {s.number}: {s.title}" if single else f"{g.exercise}, stage {s.number}: {s.title}"
             tests.append({"name": name, "description": s.goal, "points": round(s.earned, 4),
                           "max_points": round(s.points, 4), "message": _stage_message(g, s),
-                          "output": _cut(s.report, TEST_OUTPUT_CHARS)})
+                          "output": platforms.clipped(s.report, TEST_OUTPUT_CHARS)})
     lines = [f"{g.exercise} ({g.title}): {g.message}; {g.score:g} of {g.max_score:g} points" for g in grades]
     output = "\n\n".join(part for g in grades for part in
                          ([f"The first compiler error in {g.header}:\n{g.compile_error}"] if g.compile_error else [])
                          + [g.report])
     return {"gradable": True, "score": round(earned / most, 6) if most else 0.0, "message": "\n".join(lines),
-            "output": _cut(output, REPORT_CHARS), "tests": tests}
+            "output": platforms.clipped(output, REPORT_CHARS), "tests": tests}
 
 
-def _stage_message(g: ExerciseGrade, s) -> str:
+def _stage_message(g: ExerciseGrade, s: StageGrade) -> str:
     """One line on a stage: passes, or where it fails and its first failing test."""
-    if g.status != grading.GRADED:
+    if g.status != GradeStatus.GRADED:
         return g.message
     if s.passed:
         return "passes in every configuration judged"
     if g.compile_error:
         return "not tested: " + g.message
-    if g.message.startswith("scored 0"):
+    if g.voided:
         return g.message
     for config in (g.verdict or {}).get("configs", []):
         for stage in config.get("stages", []):
-            if stage.get("number") != s.number or stage.get("status") == "passed":
+            if stage.get("number") != s.number or stage.get("status") == StageStatus.PASSED:
                 continue
             where = f"{config.get('compiler')} · {config.get('sanitizer')}"
             tests = stage.get("tests", [])
-            failing = [t for t in tests if t.get("status") != "passed"]
+            failing = [t for t in tests if t.get("status") != TestStatus.PASSED]
             if failing:
                 first = failing[0]
                 return (f"fails under {where}: {len(failing)} of {len(tests)} tests do not pass, the first "
@@ -350,52 +318,42 @@ def _stage_message(g: ExerciseGrade, s) -> str:
 def failure(err: BaseException) -> dict:
     """results.json when the grader itself failed: ungradable, so no attempt is spent, and
     saying it is not the learner's fault."""
-    what = "".join(traceback.format_exception(type(err), err, err.__traceback__))
     return {"gradable": False, "score": 0.0, "message": NOT_YOUR_FAULT,
-            "output": _cut(f"The grader's error: {type(err).__name__}: {err}\n\n{what}", REPORT_CHARS), "tests": []}
-
-
-def _cut(text: str, most: int) -> str:
-    if len(text) <= most:
-        return text
-    half = most // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half} characters left out ...]\n{text[-half:]}"
+            "output": platforms.clipped(f"The grader's error: {type(err).__name__}: {err}\n\n{platforms.trace(err)}",
+                                        REPORT_CHARS), "tests": []}
 
 
 def _write_results(root: Path, outcome: dict) -> None:
     data = json.dumps(outcome, indent=1).encode()
     if len(data) > RESULTS_BYTES:   # never reached with the limits above; PrairieLearn would refuse it
-        outcome = dict(outcome, output=_cut(outcome.get("output", ""), 2000),
-                       tests=[dict(t, output=_cut(t["output"], 2000)) for t in outcome.get("tests", [])])
+        outcome = dict(outcome, output=platforms.clipped(outcome.get("output", ""), 2000),
+                       tests=[dict(t, output=platforms.clipped(t["output"], 2000)) for t in outcome.get("tests", [])])
         data = json.dumps(outcome, indent=1).encode()
     write_atomically(root / "results" / "results.json", data, 0o644)
 
 
 def warm(names: str) -> bool:
-    """Grades each exercise's reference once, as the image is built, so that a grading job only
-    compiles the learner's code; True when every reference scores full marks (else the image
-    must not be built)."""
-    from ..model import catalog as cat
+    """Grades each exercise's reference once in the grading slot, as the image is built, so that a
+    grading job only compiles the learner's code; True when every reference scores full marks
+    (else the image must not be built)."""
     catalog = cat.load()
+    compilers = platforms.compilers_of(COMPILERS)
     ok = True
-    for ex in grading.chosen_exercises(catalog, names):
-        with tempfile.TemporaryDirectory(prefix="alloclab-warm-") as tmp:
-            root = Path(tmp)
-            (root / "student").mkdir()
-            shutil.copy2(ex.solution_file, root / "student" / ex.header)
-            outcome = run(root, ex.name, catalog)
-        full = outcome.get("gradable") and outcome.get("score") == 1
-        print(f"{ex.name}: the reference scores {outcome.get('score')}" + ("" if full else " (it must score 1)"))
+    for _, grade in platforms.warm(catalog, grading.chosen_exercises(catalog, names), compilers, [grading_slot()]):
+        outcome = results([grade])
+        full = outcome["gradable"] and outcome["score"] == 1
+        print(f"{grade.exercise}: the reference scores {outcome['score']:g}" + ("" if full else " (it must score 1)"))
         if not full:
-            print(outcome.get("message", ""), outcome.get("output", ""), sep="\n")
-        ok = ok and bool(full)
+            print(outcome["message"], outcome["output"], sep="\n")
+        ok = ok and full
     return ok
 
 
 def main(argv: list[str]) -> int:
     """The entry point's Python: `grade [EXERCISES]` (the grading job) or `warm EXERCISES`
     (the image build). Exit status 0 when results.json was written (grade) or every reference
-    scored 1 (warm)."""
+    scored 1 (warm), else 1: the entry point's script reads it (selftest/test_layers.py says why
+    this is not cli.main's)."""
     try:
         if argv[:1] == ["warm"] and len(argv) == 2:
             return 0 if warm(argv[1]) else 1
@@ -403,8 +361,7 @@ def main(argv: list[str]) -> int:
             outcome = run(grade_root(), argv[1] if len(argv) == 2 else "all")
             print(outcome.get("message", ""))
             return 0
-        print("usage: run [EXERCISES] | run --warm EXERCISES", file=sys.stderr)
-        return 2
+        raise UsageError("usage: run [EXERCISES] | run --warm EXERCISES")
     except Exception as err:   # results.json could not be written: the entry point writes its own
         print(f"judge: the PrairieLearn grader failed: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
