@@ -57,14 +57,16 @@ def board(catalog: Catalog, exercises: list[Exercise], grades: list[ExerciseGrad
 def bench_ratio(catalog: Catalog, exercise: Exercise, header: Path, compiler: str) -> tuple[float | None, str]:
     """The median over the exercise's single-threaded workloads of yours ÷ reference on the
     exercise's own rows, each benchmark run 3 times, briefly. (None, why) when it cannot be measured."""
-    mine, problem = bench.measure(catalog, exercise, build.Impl("source", header.resolve()), compiler,
-                                  BENCH_MIN_TIME, SINGLE_THREADED, BENCH_REPETITIONS)
-    if mine is None:
-        return None, f"your header: {problem}"
-    ref, problem = bench.measure(catalog, exercise, build.Impl("solutions"), compiler, BENCH_MIN_TIME,
-                                 SINGLE_THREADED, BENCH_REPETITIONS)
-    if ref is None:
-        return None, f"the reference: {problem}"
+    try:
+        mine = bench.measure(catalog, exercise, build.Impl("source", header.resolve()), compiler,
+                             BENCH_MIN_TIME, SINGLE_THREADED, BENCH_REPETITIONS)
+    except bench.BenchError as err:
+        return None, f"your header: {err}"
+    try:
+        ref = bench.measure(catalog, exercise, build.Impl("solutions"), compiler, BENCH_MIN_TIME,
+                            SINGLE_THREADED, BENCH_REPETITIONS)
+    except bench.BenchError as err:
+        return None, f"the reference: {err}"
     ratios = []
     for workload, rows in mine.items():
         for allocator, row in rows.items():

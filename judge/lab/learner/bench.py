@@ -77,10 +77,15 @@ def parse(output: str) -> dict[str, dict[str, dict]]:
     return results
 
 
+class BenchError(Exception):
+    """The benchmarks could not be measured: they did not compile, or their run gave no figures.
+    The message says why, in a line."""
+
+
 def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: str, min_time: float,
-            name_filter: str = "", repetitions: int = 1) -> tuple[dict | None, str]:
-    """Builds and runs the exercise's benchmarks, each `repetitions` times: ({workload: {allocator:
-    result}}, "") or (None, why not). `check` runs each once, briefly: it asks whether they process."""
+            name_filter: str = "", repetitions: int = 1) -> dict:
+    """Builds and runs the exercise's benchmarks, each `repetitions` times: {workload: {allocator:
+    result}}, or BenchError. `check` runs each once, briefly: it asks whether they process."""
     tree = build.tree_dir(compiler, "release", impl)
     target = f"bench_{exercise.name}"
     with build.locked(tree):
@@ -88,7 +93,7 @@ def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: st
                                           "release", catalog.limits.build_timeout_seconds)
         if not built.ok:
             error = built.first_error(exercise.exercise_file)
-            return None, (f"does not compile: {error.where()}: {error.message}" if error else built.problem)
+            raise BenchError(f"does not compile: {error.where()}: {error.message}" if error else built.problem)
         argv = [str(tree / target), "--benchmark_format=json", f"--benchmark_min_time={min_time}"]
         if name_filter:
             argv.append(f"--benchmark_filter={name_filter}")
@@ -96,9 +101,9 @@ def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: st
             argv += [f"--benchmark_repetitions={repetitions}", "--benchmark_enable_random_interleaving=true"]
         try:
             return program.ask(argv, parse, what="the benchmark", timeout=catalog.limits.bench_timeout_seconds,
-                               limit="bench_timeout_seconds", keep_bytes=4_000_000), ""
+                               limit="bench_timeout_seconds", keep_bytes=4_000_000)
         except program.Failed as failed:
-            return None, str(failed)
+            raise BenchError(str(failed)) from None
 
 
 def _fmt_ns(ns: float) -> str:
@@ -142,14 +147,17 @@ def bench_command(args, catalog: Catalog) -> bool:
     if Progress().standing(exercise)[0] != Standing.PASSED:
         print(ui.paint(f"Your {exercise.header} has not passed `judge.py test {exercise.id}` yet: a wrong allocator "
                        "can be fast, so read its figures with care.", "yellow"))
-    mine, mine_problem = measure(catalog, exercise, build.Impl("exercises"), compiler, args.min_time, args.filter,
-                                 repetitions)
-    ref, ref_problem = measure(catalog, exercise, build.Impl("solutions"), compiler, args.min_time, args.filter,
-                               repetitions)
-    if mine_problem:
-        print(ui.paint(f"Your {exercise.header}: {mine_problem}", "red"))
-    if ref_problem:
-        print(ui.paint(f"The reference: {ref_problem}", "red"))
+    mine = ref = None
+    for whose, impl in ((f"Your {exercise.header}", "exercises"), ("The reference", "solutions")):
+        try:
+            figures = measure(catalog, exercise, build.Impl(impl), compiler, args.min_time, args.filter, repetitions)
+        except BenchError as err:
+            print(ui.paint(f"{whose}: {err}", "red"))
+            continue
+        if impl == "exercises":
+            mine = figures
+        else:
+            ref = figures
     workloads = list(dict.fromkeys([*(ref or {}), *(mine or {})]))
     slow = []
     for workload in workloads:

@@ -267,9 +267,10 @@ def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Ite
 
 def _benchmarks(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
     what = f"{ex.name}: the benchmarks build and run against the reference"
-    results, problem = bench.measure(catalog, ex, build.Impl("solutions"), compiler, min_time=0.01)
-    if results is None:
-        return Item(False, what, problem)
+    try:
+        results = bench.measure(catalog, ex, build.Impl("solutions"), compiler, min_time=0.01)
+    except bench.BenchError as err:
+        return Item(False, what, str(err))
     lacking = [w for w, allocators in results.items() if not any(a.startswith(ex.bench_subject) for a in allocators)]
     if lacking:
         return Item(False, what, f"no benchmark of {ex.bench_subject} in workload(s) {', '.join(lacking)}, "
