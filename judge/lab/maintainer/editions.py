@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model.catalog import ROOT, Catalog, shown
-from .markdown import outside_code
+from .markdown import IMAGE, LINK, SCHEME, outside_code
 
 ZH = ROOT / "chapters" / "zh"
 README_ZH = ROOT / "README.zh.md"
@@ -24,9 +24,6 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 _ANCHOR = re.compile(r"\{#([A-Za-z0-9_-]+)\}\s*$")
 # A code span may run over a line break, never over a blank line.
 _CODE_SPAN = re.compile(r"(`+)((?:(?!\n[ \t]*\n).)+?)\1", re.S)
-_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
-_LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(([^)\s]+)\)")
-_WEB = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
 
 
 @dataclass(frozen=True)
@@ -92,8 +89,8 @@ def skeleton(text: str, path: Path) -> Skeleton:
     text_of_prose = "\n".join(line if outside else "" for line, outside in zip(lines, prose))
     s.code_spans = sorted(re.sub(r"\s*\n\s*", " ", m.group(2)) for m in _CODE_SPAN.finditer(text_of_prose))
     without_code = _CODE_SPAN.sub("", text_of_prose)
-    s.figures = [_from_root(path, m.group(1)) for m in _IMAGE.finditer(without_code)]
-    s.links_out = sorted(m.group(1) for m in _LINK.finditer(without_code) if _WEB.match(m.group(1)))
+    s.figures = [_from_root(path, m.group(1)) for m in IMAGE.finditer(without_code)]
+    s.links_out = sorted(m.group(2) for m in LINK.finditer(without_code) if SCHEME.match(m.group(2)))
     block: list[str] = []
     table = None
     for line, outside in zip(lines, prose):
@@ -122,7 +119,7 @@ def skeleton(text: str, path: Path) -> Skeleton:
 
 
 def _from_root(page: Path, target: str) -> str:
-    if _WEB.match(target):
+    if SCHEME.match(target):
         return target
     return (page.parent / target).resolve().relative_to(ROOT.resolve()).as_posix() \
         if (page.parent / target).resolve().is_relative_to(ROOT.resolve()) else target
