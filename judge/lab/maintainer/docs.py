@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from . import browser
-from .markdown import outside_code
+from .markdown import LINK, SCHEME, outside_code
 from ..core import process
 from ..core.build import BUILD_ROOT
 from ..learner import quiz
@@ -31,14 +31,12 @@ THEME = Path("/usr/share/doxygen-awesome-css")
 SCREENSHOT = OUT / "chapter.png"
 
 _LEVEL_NAMES = {"concept": "the idea", "approach": "the approach", "code": "the code"}
-_LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)\)")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _GLOBAL_NAME = re.compile(r"(?<![\w>)\]])::\w")
 _TEST_NAME = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*")
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _SOURCES = re.compile(r"generated from the following files?:\s*<ul>(.*?)</ul>", re.S)
 _SVG_OBJECT = re.compile(r'<object type="image/svg\+xml" data="([^"]+)"[^>]*></object>')
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
 def missing() -> str:
@@ -191,7 +189,7 @@ def for_doxygen(text: str, page: str, site: set[str]) -> str:
 
         def link(m: re.Match) -> str:
             label, target = shown(m.group(1)), m.group(2)
-            if _SCHEME.match(target) or target.startswith(("#", "@")):
+            if SCHEME.match(target) or target.startswith(("#", "@")):
                 return m.group(0)
             path, _, anchor = target.partition("#")
             rel = os.path.normpath(os.path.join(os.path.dirname(page), path)).replace(os.sep, "/")
@@ -201,7 +199,7 @@ def for_doxygen(text: str, page: str, site: set[str]) -> str:
                 return f"`{rel}`" if label.strip("`") == rel else f"{label} (`{rel}`)"
             return m.group(0)  # a link to nothing: the browser check names it
 
-        converted = _LINK.sub(link, _BOLD.sub(r"<b>\1</b>", _global_names(_CODE_SPAN.sub(hide, text))))
+        converted = LINK.sub(link, _BOLD.sub(r"<b>\1</b>", _global_names(_CODE_SPAN.sub(hide, text))))
         return re.sub(r"\0(\d+)\0", lambda m: _code(_CODE_SPAN.fullmatch(spans[int(m.group(1))])), converted)
 
     return _outside_code(text, line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import course
+from . import course, editions
 from ..learner.serve import MANAGER_HEADER
 from .mistakes import mistakes, model_problems, model_table_problems, serving_table_problems
 from ..model.catalog import CATALOG, HINT_LEVELS, ROOT, SANITIZERS, Catalog, Hint, shown, tests_in_source
@@ -68,6 +68,7 @@ def validate(catalog: Catalog) -> list[str]:
         problems += serving_table_problems(served[0], ROOT / "docs" / "authoring.md")
     for ex in catalog.exercises:
         problems.extend(f"exercise {ex.name}: {p}" for p in course.problems(ex))
+    problems += editions.problems(catalog)
     return problems
 
 

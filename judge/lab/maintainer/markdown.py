@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 FENCE = re.compile(r"^\s*(```|~~~)")
+LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)\)")   # [label](target), not an image
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")           # ![caption](target)
+SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")           # a target that leaves the kit (https:, mailto:)
 
 
 def outside_code(lines: list[str]) -> list[bool]:
