@@ -55,6 +55,9 @@ class Request:
     compile_only_judged: bool = False   # leave the stages not judged out of the binary (faster to build)
     tests: tuple[str, ...] = ()         # run only these tests of the stages judged (`check` asks a known
                                         # mistake about the tests it names); () for every test
+    tree_of: Impl | None = None         # build in the tree of this implementation instead (`check` judges
+                                        # g++'s skeleton in its reference's tree, and compiles again only
+                                        # what includes the header)
 
 
 @dataclass
@@ -182,7 +185,7 @@ def tests_built(request: Request, compiler: str, sanitizer: str, timeout: float,
     binary holds these stages alone (CMakeLists.txt's ALLOCLAB_ONLY_STAGES), so the others are not
     compiled. `beside`: given the configured tree, a target to build in the same build ("" for
     none), whose failure is not the test binary's (its list_ twin)."""
-    tree = tree_dir(compiler, sanitizer, request.impl, request.slot)
+    tree = tree_dir(compiler, sanitizer, request.tree_of or request.impl, request.slot)
     target = f"test_{program_name(request.exercise.name, program)}"
     with locked(tree):
         yield tree / target, configure_and_build(tree, target, request, compiler, sanitizer, timeout,

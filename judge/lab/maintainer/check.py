@@ -24,7 +24,7 @@ from ..model.errors import UsageError
 from ..model import schema
 from ..model.progress import Progress
 from ..model.results import StageStatus, TestStatus, Verdict
-from .mistakes import SERVING_OUTCOMES, Mistake, PatchError, materialize, mistakes
+from .mistakes import OUT as MISTAKES_OUT, SERVING_OUTCOMES, Mistake, PatchError, materialize, mistakes
 
 # How many times in a row the reference must pass every thread stage: a flaky test shows.
 THREAD_REPEATS = 20
@@ -64,14 +64,19 @@ def check_command(args, catalog: Catalog) -> bool:
         # The references first: their builds list the tests (listing.py) for every other tree of
         # the same compiler, so the skeletons and the mistakes do not compile the tests twice.
         jobs += [(_reference, ex, compiler) for compiler in compilers]
-        for compiler in compilers:
-            jobs.append((_skeleton, ex, compiler))
-            if any("tsan" in s.sanitizers for s in ex.stages):
-                jobs.append((_thread_stages_repeated, ex, compiler))
+        jobs.append((_skeleton, ex, "clang"))
+        if any("tsan" in s.sanitizers for s in ex.stages):
+            jobs += [(_thread_stages_repeated, ex, compiler) for compiler in compilers]
         jobs.append((_model_seeds, ex, "clang"))
         for compiler in build.newer_clangs():  # a newer compiler must accept the references too
             jobs.append((_reference, ex, compiler))
-        for mistake in mistakes(ex):
+        # g++ judges no known mistake, so its skeleton is judged in its reference's trees, which
+        # then compile again only what includes the header; that far down the list, the
+        # reference is done with them, and no job waits for the other to unlock a tree.
+        jobs += [(_skeleton_in_reference_trees, ex, compiler) for compiler in compilers if compiler != "clang"]
+        # Those judged on the same stages one after the other: a tree is configured for the
+        # stages it holds, and configured again only when they change.
+        for mistake in sorted(mistakes(ex), key=lambda m: _stages_of(ex, m)):
             jobs.append((_mistake, ex, mistake))
         if ex.bench_dir.is_dir():
             jobs.append((_benchmarks, ex, "clang"))
@@ -145,10 +150,16 @@ def _timed(fn, catalog, ex, arg, slots) -> Item:
     return item
 
 
+def _reference_request(ex: Exercise, compiler: str, **more) -> judging.Request:
+    """The reference, as every job that judges it in its trees asks for it: the same request, so
+    that no job configures a tree again for another. No line tables: the compiles are a sixth
+    shorter without them, and `test N --solution` gives the lines of a reference that fails here."""
+    return judging.Request(ex, build.Impl("solutions"), (compiler,), werror=True, line_tables=False, **more)
+
+
 def _reference(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
     # Each tree compiles only the stages judged in it (a ThreadSanitizer tree, the thread stages).
-    verdict = judging.judge(judging.Request(ex, build.Impl("solutions"), (compiler,), werror=True,
-                                            compile_only_judged=True), catalog.limits)
+    verdict = judging.judge(_reference_request(ex, compiler, compile_only_judged=True), catalog.limits)
     what = f"{ex.name}: the reference passes every stage with {build.program(compiler)} ({', '.join(ex.sanitizers)})"
     return Item(verdict.passed, what, _first_problem(verdict))
 
@@ -157,9 +168,18 @@ def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
     # Judged as a file, so in the trees of the known mistakes (build/<compiler>-<sanitizer>-source-
     # <slot>), whose model generators and precompiled header it then shares, and never in the
     # learner's; each tree compiles only the stages run in it, which still compiles every stage once.
+    return _skeleton_judged(catalog, ex, compiler, slot=slot, line_tables=False)
+
+
+def _skeleton_in_reference_trees(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
+    # Configured as the reference's request is, the header apart: a tree that changed its flags
+    # would compile everything again.
+    return _skeleton_judged(catalog, ex, compiler, tree_of=build.Impl("solutions"), line_tables=False)
+
+
+def _skeleton_judged(catalog: Catalog, ex: Exercise, compiler: str, **where) -> Item:
     verdict = judging.judge(judging.Request(ex, build.Impl("source", ex.exercise_file), (compiler,), werror=True,
-                                            slot=slot, every_stage=True, compile_only_judged=True,
-                                            line_tables=False),
+                                            every_stage=True, compile_only_judged=True, **where),
                             catalog.limits)
     what = f"{ex.name}: the untouched skeleton compiles and fails every stage with {build.program(compiler)}"
     unbuilt = [c for c in verdict.configs if not c.build.ok]
@@ -188,7 +208,7 @@ def _thread_stages_repeated(catalog: Catalog, ex: Exercise, compiler: str) -> It
     for program in dict.fromkeys(s.program for s in threaded):
         ours = [s for s in threaded if s.program == program]
         suites = ":".join(f"{s.suite}.*" for s in ours)
-        with build.tests_built(judging.Request(ex, build.Impl("solutions"), (compiler,), werror=True), compiler, "tsan",
+        with build.tests_built(_reference_request(ex, compiler), compiler, "tsan",
                                limits.build_timeout_seconds, program=program,
                                only_stages=judging.only_stages(ex, ours, program)) as (binary, built):
             if not built.ok:
@@ -213,7 +233,7 @@ def _model_seeds(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
     what = (f"{ex.name}: the reference agrees with the model stage under seeds "
             f"{', '.join(map(str, MODEL_SEEDS))} with {build.COMPILERS.get(compiler, compiler)}")
     limits = catalog.limits
-    with build.tests_built(judging.Request(ex, build.Impl("solutions"), (compiler,), werror=True), compiler,
+    with build.tests_built(_reference_request(ex, compiler), compiler,
                            stage.sanitizers[0], limits.build_timeout_seconds) as (binary, built):
         if not built.ok:
             return Item(False, what, built.problem or "the reference does not build")
@@ -241,7 +261,9 @@ def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Ite
         stages.append(stage)
     sanitizer = stages[0].sanitizers[0]
     try:
-        wrong = materialize(ex, mistake)
+        # At one path per slot and exercise: a tree configured for that path is not configured
+        # again for the next mistake, it only compiles what includes the header.
+        wrong = materialize(ex, mistake, MISTAKES_OUT / slot / ex.name / ex.header)
     except PatchError as err:
         return Item(False, what, f"the diff no longer applies to {ex.solution_file.relative_to(ROOT)}: {err}. "
                                  "Make the mistake again on the new reference and save its `diff -u`.")
@@ -263,6 +285,11 @@ def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Ite
     if escaped:
         return Item(False, what, f"{', '.join(escaped)} passed: the mistake is not caught")
     return Item(not verdict.passed, what)
+
+
+def _stages_of(ex: Exercise, mistake: Mistake) -> tuple[int, ...]:
+    found = (ex.stage_for_suite(test.split(".")[0]) for test in mistake.caught_by)
+    return tuple(sorted({s.number for s in found if s is not None}))
 
 
 def _benchmarks(catalog: Catalog, ex: Exercise, compiler: str) -> Item:

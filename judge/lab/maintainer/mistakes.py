@@ -201,17 +201,17 @@ def unmarked_hunks(diff: str) -> list[int]:
     return unmarked
 
 
-def materialize(exercise: Exercise, mistake: Mistake) -> Path:
-    """Writes the wrong implementation as a header under build/mistakes/ and returns its path.
-    Raises PatchError when the diff no longer applies to the reference, or has a hunk that
-    marks no line as the mistake."""
+def materialize(exercise: Exercise, mistake: Mistake, target: Path | None = None) -> Path:
+    """Writes the wrong implementation as a header under build/mistakes/ (or at `target`) and
+    returns its path. Raises PatchError when the diff no longer applies to the reference, or has
+    a hunk that marks no line as the mistake."""
     diff = mistake.path.read_text(encoding="utf-8")
     unmarked = unmarked_hunks(diff)
     if unmarked:
         raise PatchError(f"the hunk at line {unmarked[0]} adds no line ending in a `// MISTAKE` comment, so it "
                          "changes something besides the mistake (mark the wrong line, or drop the hunk)")
     wrong = apply(exercise.solution_file.read_text(encoding="utf-8"), diff)
-    target = OUT / exercise.name / f"{mistake.name}.hpp"
+    target = target or OUT / exercise.name / f"{mistake.name}.hpp"
     target.parent.mkdir(parents=True, exist_ok=True)
     header = f"// Mistake: {mistake.description}\n// Caught by: {', '.join(mistake.caught_by)}\n"
     text = header + wrong
