@@ -1,0 +1,153 @@
+"""The judge in two languages: `--lang` or the locale chooses, the message table has every message
+in both with the same fields, and `hint`, `quiz` and `list` speak Chinese from the Chinese
+catalog and quiz (the fixtures mini.catalog.zh.toml and sample.zh.quiz.toml, in a clone), while
+their English stays what it was."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from lab import cli
+from lab.model import catalog as cat, words
+from lab.model.progress import Progress
+
+from .test_learner_loop import clone_kit, judge_cli
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ANSWERS = "2\nb\n2\n3000\n500\n"   # the sample quiz: three right of four, after one answer that is no number
+
+
+class Choosing(unittest.TestCase):
+    def tearDown(self):
+        words.choose(None)
+
+    def language_with(self, **env) -> str:
+        base = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES", "LANG")}
+        with mock.patch.dict(os.environ, dict(base, **env), clear=True):
+            return words.language()
+
+    def test_the_locale_decides_in_its_order(self):
+        self.assertEqual(self.language_with(), "en", "no locale at all is English")
+        self.assertEqual(self.language_with(LANG="zh_CN.UTF-8"), "zh")
+        self.assertEqual(self.language_with(LANG="zh_TW"), "zh", "any zh... is Chinese")
+        self.assertEqual(self.language_with(LANG="de_DE.UTF-8"), "en", "a language the judge lacks is English")
+        self.assertEqual(self.language_with(LC_ALL="C.UTF-8", LANG="zh_CN.UTF-8"), "en", "LC_ALL comes first")
+        self.assertEqual(self.language_with(LC_MESSAGES="zh_CN.UTF-8", LANG="C"), "zh", "then LC_MESSAGES")
+        self.assertEqual(self.language_with(LC_ALL="", LANG="zh_CN.UTF-8"), "zh", "an empty variable is not set")
+
+    def test_the_command_line_overrides_the_locale(self):
+        self.assertEqual(cli._asked_language(["--lang", "zh", "hint", "1"]), "zh")
+        self.assertEqual(cli._asked_language(["hint", "1", "--lang=en"]), "en")
+        self.assertEqual(cli._without_language(["--lang", "zh", "hint", "1"]), ["hint", "1"],
+                         "the command is found behind --lang")
+        words.choose("en")
+        self.assertEqual(self.language_with(LANG="zh_CN.UTF-8"), "en", "--lang en wins over a Chinese locale")
+
+    def test_every_message_has_both_languages_with_the_same_fields(self):
+        for key, (english, chinese) in words.WORDS.items():
+            self.assertTrue(english and chinese, f"{key}: a message is missing a language")
+            fields = [set(re.findall(r"\{(\w+)", text)) for text in (english, chinese)]
+            self.assertLessEqual(fields[1], fields[0], f"{key}: the Chinese uses a field the English is not given, "
+                                                       "so it would fail when shown")
+            self.assertNotRegex(chinese, r"[A-Za-z]{4,} [a-z]{3,} [a-z]{3,}",
+                                f"{key}: the Chinese has an English sentence left in it")
+
+
+class MissingChinese(unittest.TestCase):
+    def tearDown(self):
+        words.choose(None)
+
+    def test_a_missing_or_broken_translation_falls_back_to_english(self):
+        english = cat.load().exercises[0]
+        words.choose("zh")
+        missing = cat.translated(english, path=FIXTURES / "none.zh.toml")
+        self.assertEqual((missing.title, missing.stages), (english.title, english.stages),
+                         "without the Chinese catalog, its words stay English")
+        broken = cat.translated(english, table={"title": 3, "stage": [{"suite": english.stages[0].suite,
+                                                                      "hints": [{"level": "nonsense"}]}]})
+        self.assertEqual((broken.title, broken.stages[0].hints), (english.title, english.stages[0].hints),
+                         "a malformed translation is read as missing, never as a crash")
+
+
+class Speaking(unittest.TestCase):
+    """The learner's commands in a clone whose catalog is the mini fixture, with its Chinese."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        kit = cls.kit = clone_kit(Path(cls.tmp.name))
+        shutil.copy(FIXTURES / "mini.catalog.toml", kit / "judge" / "catalog.toml")
+        shutil.copy(FIXTURES / "mini.catalog.zh.toml", kit / "judge" / "catalog.zh.toml")
+        shutil.copy(FIXTURES / "sample.quiz.toml", kit / "chapters" / "01-arena.quiz.toml")
+        shutil.copy(FIXTURES / "sample.zh.quiz.toml", kit / "chapters" / "zh" / "01-arena.quiz.toml")
+        exercise = cat.load(kit / "judge" / "catalog.toml").exercises[0]
+        header = kit / "exercises" / "01-arena" / "arena.hpp"
+        cls.state = kit / ".alloclab" / "progress.json"
+        progress = Progress(cls.state)   # stage 2 fails at a test with hints of its own: no build needed
+        progress.record(exercise, False, 2, file_hash=hashlib.sha256(header.read_bytes()).hexdigest(),
+                        failing_test="ArenaAlignment.RoundsUp")
+        progress.save()
+        cls.start = cls.state.read_bytes()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def run_judge(self, *args: str, lang: str = "C.UTF-8", stdin: str = "") -> str:
+        """One command from the same progress, in a shell whose LANG is `lang`."""
+        self.state.write_bytes(self.start)
+        env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES")}
+        with mock.patch.dict(os.environ, dict(env, LANG=lang), clear=True):
+            proc = judge_cli(self.kit, *args, input=stdin)
+        self.assertNotIn("Traceback", proc.stdout + proc.stderr)
+        return proc.stdout + proc.stderr
+
+    def test_hint_speaks_chinese(self):
+        said = self.run_judge("--lang", "zh", "hint", "1")
+        self.assertIn("阶段 2（对齐）是第一个未通过的阶段；它第一个失败的测试是 ArenaAlignment.RoundsUp。", said)
+        self.assertIn("ArenaAlignment.RoundsUp 的提示 1/1（概念）： 对齐为 16 的块必须从哪里开始？", said,
+                      "the hint comes from the Chinese catalog, the same stage, test and level")
+        english = self.run_judge("hint", "1")
+        self.assertIn("Hint 1 of 1 for ArenaAlignment.RoundsUp (concept): Where must a block of alignment 16 start?",
+                      english, "the English hint is unchanged")
+
+    def test_quiz_speaks_chinese_and_scores_the_same(self):
+        said = self.run_judge("--lang", "zh", "quiz", "1", stdin=ANSWERS)
+        for text in ("自测 · 第 1 章 · arena 分配器（4 题）", "先 free(a) 再 free(b)", "你的答案（1-3）：b\n请输入选项的编号",
+                     "得分：4 题答对 3 题。"):
+            self.assertIn(text, said, "the quiz is asked from chapters/zh/ in the judge's Chinese")
+        self.assertIn('"quiz"', self.state.read_text())
+        zh_score = Progress(self.state).quiz_score(cat.load(self.kit / "judge" / "catalog.toml").exercises[0])
+        english = self.run_judge("quiz", "1", stdin=ANSWERS)
+        self.assertIn("Score: 3 of 4 right.", english)
+        en_score = Progress(self.state).quiz_score(cat.load(self.kit / "judge" / "catalog.toml").exercises[0])
+        self.assertEqual(zh_score, en_score, "the progress file records the same score in either language")
+
+    def test_list_speaks_chinese(self):
+        said = self.run_judge("--lang", "zh", "list")
+        for text in ("arena 分配器", "一块缓冲区，一个游标。", "停在阶段 2/2", "进度 ["):
+            self.assertIn(text, said)
+        self.assertIn("The arena", self.run_judge("list"))
+
+    def test_the_locale_and_the_option_agree(self):
+        for args, stdin in ((("hint", "1"), ""), (("quiz", "1"), ANSWERS), (("list",), "")):
+            chosen = self.run_judge("--lang", "zh", *args, stdin=stdin)
+            self.assertEqual(self.run_judge(*args, lang="zh_CN.UTF-8", stdin=stdin), chosen,
+                             f"{args[0]}: LANG=zh_CN.UTF-8 says the same as --lang zh")
+            self.assertEqual(self.run_judge(*args, "--lang", "en", lang="zh_CN.UTF-8", stdin=stdin),
+                             self.run_judge(*args, stdin=stdin), f"{args[0]}: --lang en undoes a Chinese locale")
+
+    def test_bad_usage_speaks_chinese(self):
+        self.assertIn("没有名为 'nope' 的练习", self.run_judge("--lang", "zh", "hint", "nope"))
+        self.assertIn("用法有误：unrecognized arguments: --nope", self.run_judge("list", "--nope", lang="zh_CN.UTF-8"))
+        self.assertIn("judge.py: error: unrecognized arguments: --nope", self.run_judge("list", "--nope"))
+
+
+if __name__ == "__main__":
+    unittest.main()
