@@ -5,6 +5,7 @@ their English stays what it was."""
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -17,7 +18,7 @@ from lab import cli
 from lab.model import catalog as cat, words
 from lab.model.progress import Progress
 
-from .test_learner_loop import clone_kit, judge_cli
+from .test_learner_loop import FakeKit, clone_kit, judge_cli
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ANSWERS = "2\nb\n2\n3000\n500\n"   # the sample quiz: three right of four, after one answer that is no number
@@ -73,6 +74,21 @@ class MissingChinese(unittest.TestCase):
                                                                       "hints": [{"level": "nonsense"}]}]})
         self.assertEqual((broken.title, broken.stages[0].hints), (english.title, english.stages[0].hints),
                          "a malformed translation is read as missing, never as a crash")
+
+
+class Watching(unittest.TestCase):
+    def test_watch_speaks_chinese(self):
+        words.choose("zh")
+        self.addCleanup(words.choose, None)
+        with tempfile.TemporaryDirectory() as tmp:
+            kit = FakeKit(Path(tmp))
+            for path in kit.files.values():
+                path.write_text("DONE")
+            out = io.StringIO()
+            self.assertTrue(kit.watcher(out).run(kit.exercises[0]))
+        said = out.getvalue()
+        for text in ("评判 ", "（练习 01）", "进度 ", "练习 01 通过。进入练习 02", "其他练习也都已通过"):
+            self.assertIn(text, said, "watch's own words are Chinese")
 
 
 class Speaking(unittest.TestCase):

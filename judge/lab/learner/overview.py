@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+import unicodedata
 from dataclasses import dataclass
 
 from ..model.progress import Progress, Standing
 from .. import ui
 from ..model.catalog import Catalog, Exercise, Hint, shown, translated, translated_catalog
-from ..model.words import say
+from ..model.words import WORDS, say
 
 def passed_count(catalog: Catalog, progress: Progress) -> int:
     return sum(progress.standing(ex)[0] == Standing.PASSED for ex in catalog.exercises)
@@ -50,9 +51,10 @@ def extras(exercise: Exercise, progress: Progress) -> str:
 def render(catalog: Catalog, progress: Progress) -> str:
     catalog = translated_catalog(catalog)
     lines = []
-    width = max([44, *(len(ex.title) for ex in catalog.exercises)])
+    width = max([44, *(_width(ex.title) for ex in catalog.exercises)])
     for ex in catalog.exercises:
-        lines.append(f"{ex.id:02d}  {ex.title:<{width}} {ex.difficulty:<7} {status_text(ex, progress)}")
+        difficulty = say(f"difficulty_{ex.difficulty}") if f"difficulty_{ex.difficulty}" in WORDS else ex.difficulty
+        lines.append(f"{ex.id:02d}  {_pad(ex.title, width)} {_pad(difficulty, 7)} {status_text(ex, progress)}")
         lines.append(ui.paint(f"    {ex.summary}", "dim"))
         more = extras(ex, progress)
         if more:
@@ -60,6 +62,15 @@ def render(catalog: Catalog, progress: Progress) -> str:
     lines.append("")
     lines.append(say("progress", bar=ui.bar(passed_count(catalog, progress), len(catalog.exercises))))
     return "\n".join(lines)
+
+
+def _width(text: str) -> int:
+    """Columns on a terminal: a Chinese character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * max(width - _width(text), 0)
 
 
 def summary(catalog: Catalog, progress: Progress) -> str:
