@@ -15,6 +15,7 @@ from pathlib import Path
 from unittest import mock
 
 from lab import cli
+from lab.learner import quiz
 from lab.model import catalog as cat, words
 from lab.model.progress import Progress
 
@@ -76,6 +77,15 @@ class MissingChinese(unittest.TestCase):
                          "a malformed translation is read as missing, never as a crash")
 
 
+    def test_a_quiz_whose_answers_differ_is_asked_in_english(self):
+        arena = cat.load().exercises[0]
+        other = quiz.load(arena, FIXTURES / "sample.zh.quiz.toml")
+        self.assertEqual(quiz._with_english_answers(arena, other), quiz.load(arena),
+                         "a translation that would score differently is not asked")
+        faithful = quiz.load(arena)
+        self.assertIs(quiz._with_english_answers(arena, faithful), faithful)
+
+
 class Watching(unittest.TestCase):
     def test_watch_speaks_chinese(self):
         words.choose("zh")
@@ -127,7 +137,7 @@ class Speaking(unittest.TestCase):
     def test_hint_speaks_chinese(self):
         said = self.run_judge("--lang", "zh", "hint", "1")
         self.assertIn("阶段 2（对齐）是第一个未通过的阶段；它第一个失败的测试是 ArenaAlignment.RoundsUp。", said)
-        self.assertIn("ArenaAlignment.RoundsUp 的提示 1/1（概念）： 对齐为 16 的块必须从哪里开始？", said,
+        self.assertIn("ArenaAlignment.RoundsUp 的提示 1/1（思路）： 对齐为 16 的块必须从哪里开始？", said,
                       "the hint comes from the Chinese catalog, the same stage, test and level")
         english = self.run_judge("hint", "1")
         self.assertIn("Hint 1 of 1 for ArenaAlignment.RoundsUp (concept): Where must a block of alignment 16 start?",

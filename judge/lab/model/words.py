@@ -163,8 +163,8 @@ WORDS: dict[str, tuple[str, str]] = {
     "seen_all": ("You have seen all {total} hints for {of}{also}. The last one again:",
                  "{of} 的 {total} 条提示{also}你都看过了。再看一遍最后一条："),
     "hint_heading": ("Hint {which} of {total} for {of} ({level}):", "{of} 的提示 {which}/{total}（{level}）："),
-    "level_concept": ("concept", "概念"),
-    "level_approach": ("approach", "思路"),
+    "level_concept": ("concept", "思路"),
+    "level_approach": ("approach", "解法"),
     "level_code": ("code", "代码"),
     "still_stuck": ('Still stuck? The part "The task" of {chapter} states the contract, and '
                     "`python3 judge/judge.py test {id} -v` shows every message.",
