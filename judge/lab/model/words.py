@@ -22,8 +22,10 @@ def choose(language: str | None) -> None:
 
 
 def language() -> str:
-    if _chosen:
-        return _chosen
+    return _chosen or _chosen_by_locale()
+
+
+def _chosen_by_locale() -> str:
     for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = os.environ.get(name)
         if value:
@@ -33,9 +35,19 @@ def language() -> str:
 
 def say(key: str, **fields) -> str:
     """The message `key` in the learner's language, its {fields} filled in. English fields that
-    only English needs (a plural's `s`) are simply not used by the Chinese."""
+    only English needs (a plural's `s`) are simply not used by the Chinese. {judge} is the
+    command that runs the judge, as the learner types it again."""
     english, chinese = WORDS[key]
-    return (chinese if language() == "zh" else english).format(**fields)
+    return (chinese if language() == "zh" else english).format(judge=judge_command(), **fields)
+
+
+def judge_command() -> str:
+    """`python3 judge/judge.py`, with the --lang it was given when the locale alone would choose
+    otherwise: the commands the judge suggests must answer in the language asked for."""
+    command = "python3 judge/judge.py"
+    if _chosen and _chosen != _chosen_by_locale():
+        command += f" --lang {_chosen}"
+    return command
 
 
 def plural(count: int) -> str:
@@ -47,7 +59,7 @@ WORDS: dict[str, tuple[str, str]] = {
     # -- the command line ---------------------------------------------------------------
     "interrupted": ("interrupted", "已中断"),
     "bad_usage": ("{prog}: error: {message}",
-                  "{prog}：用法有误：{message}（`python3 judge/judge.py --help` 列出全部命令和选项）"),
+                  "{prog}：用法有误：{message}（`{judge} --help` 列出全部命令和选项）"),
     "no_exercise": ("no exercise is called '{name}'. The exercises are: {known}.",
                     "没有名为 '{name}' 的练习。现有的练习：{known}。"),
     "no_source": ("--source {file}: no such file", "--source {file}：没有这个文件"),
@@ -93,13 +105,13 @@ WORDS: dict[str, tuple[str, str]] = {
     "counted": (" ({tests} test{s}{builds}, {seconds:.1f} s).", "（{tests} 个测试{builds}，{seconds:.1f} 秒）。"),
     "in_builds": (" in {count} builds", "，{count} 种构建"),
     "stages_pass": ("{mark} {stages} {verb}", "{mark} {stages} 通过"),
-    "judge_every_stage": ("\n  `python3 judge/judge.py test {id}` judges every stage.",
-                          "\n  `python3 judge/judge.py test {id}` 评判全部阶段。"),
+    "judge_every_stage": ("\n  `{judge} test {id}` judges every stage.",
+                          "\n  `{judge} test {id}` 评判全部阶段。"),
     "passes_every_stage": ("{mark} Exercise {id:02d} passes every stage", "{mark} 练习 {id:02d} 通过了全部阶段"),
     "read_after": ("\n  Now read {where}: the mistakes the tests catch and the decisions the reference makes. "
-                   "Then `python3 judge/judge.py bench {id}` and `python3 judge/judge.py quiz {id}`.",
+                   "Then `{judge} bench {id}` and `{judge} quiz {id}`.",
                    "\n  现在读 {where}：测试能抓住哪些错误，参考答案做了哪些取舍。然后运行 "
-                   "`python3 judge/judge.py bench {id}` 和 `python3 judge/judge.py quiz {id}`。"),
+                   "`{judge} bench {id}` 和 `{judge} quiz {id}`。"),
     "leave_macros": ("{mark} Not passed: leave the test framework's macros alone.",
                      "{mark} 未通过：不要改动测试框架的宏。"),
     "not_compiling_yet": ("{mark} Not passed: the file does not compile yet.", "{mark} 未通过：文件还编译不过。"),
@@ -110,8 +122,8 @@ WORDS: dict[str, tuple[str, str]] = {
                        "{mark} 尚未通过：阶段 {number}（{title}）：{what}"),
     "fix_first_fail": (". Fix the first {mark} above and run {again} again.\n",
                        "。修复上面第一个 {mark}，然后再运行 {again}。\n"),
-    "stuck": ("  Stuck? `python3 judge/judge.py hint {id}` gives the next hint; the chapter is {chapter}.",
-              "  卡住了？`python3 judge/judge.py hint {id}` 给出下一条提示；本章在 {chapter}。"),
+    "stuck": ("  Stuck? `{judge} hint {id}` gives the next hint; the chapter is {chapter}.",
+              "  卡住了？`{judge} hint {id}` 给出下一条提示；本章在 {chapter}。"),
     "part": ('{chapter}, part "## {part}"', "{chapter} 的「## {part}」部分"),
 
     # -- list and the progress line ---------------------------------------------------------
@@ -141,9 +153,9 @@ WORDS: dict[str, tuple[str, str]] = {
     "hint_read_after": (" Now read {where}: the mistakes the tests catch and the decisions the reference makes.",
                         "现在读 {where}：测试能抓住哪些错误，参考答案做了哪些取舍。"),
     "hint_not_compiling": ("{mark} Your {header} does not compile, and no hint is about the compiler: fix the "
-                           "first error that `python3 judge/judge.py test {id}` shows, then ask again.",
+                           "first error that `{judge} test {id}` shows, then ask again.",
                            "{mark} 你的 {header} 编译不通过，而提示不讲编译器：先修复 "
-                           "`python3 judge/judge.py test {id}` 显示的第一个错误，再来问。"),
+                           "`{judge} test {id}` 显示的第一个错误，再来问。"),
     "lead_stage": ("Stage {number} ({title})", "阶段 {number}（{title}）"),
     "lead_fails": (" is the first stage that fails", "是第一个未通过的阶段"),
     "lead_test": ("; its first failing test is {test}.", "；它第一个失败的测试是 {test}。"),
@@ -167,9 +179,9 @@ WORDS: dict[str, tuple[str, str]] = {
     "level_approach": ("approach", "解法"),
     "level_code": ("code", "代码"),
     "still_stuck": ('Still stuck? The part "The task" of {chapter} states the contract, and '
-                    "`python3 judge/judge.py test {id} -v` shows every message.",
+                    "`{judge} test {id} -v` shows every message.",
                     "还是卡住？{chapter} 的「任务」部分写明了契约，"
-                    "`python3 judge/judge.py test {id} -v` 显示每一条消息。"),
+                    "`{judge} test {id} -v` 显示每一条消息。"),
 
     # -- quiz ----------------------------------------------------------------------------------
     "no_quiz": ("chapter {id} has no quiz yet: {quiz} does not exist. The chapter itself is {chapter}.",
@@ -180,9 +192,9 @@ WORDS: dict[str, tuple[str, str]] = {
                  "输入选项的编号，或输入一个数。Ctrl-D 或 Ctrl-C 结束。"),
     "question": ("Question {number} of {count}", "第 {number} 题，共 {count} 题"),
     "quiz_stopped": ("Stopped at question {number} of {count}; nothing is recorded. "
-                     "`python3 judge/judge.py quiz {id}` starts again.",
+                     "`{judge} quiz {id}` starts again.",
                      "停在第 {number} 题（共 {count} 题）；没有记录。"
-                     "`python3 judge/judge.py quiz {id}` 重新开始。"),
+                     "`{judge} quiz {id}` 重新开始。"),
     "right": ("{mark} Right.", "{mark} 答对了。"),
     "not_quite": ("{mark} Not quite: the answer is {answer}.", "{mark} 不对：答案是 {answer}。"),
     "score": ("Score: {right} of {count} right.", "得分：{count} 题答对 {right} 题。"),
@@ -190,19 +202,19 @@ WORDS: dict[str, tuple[str, str]] = {
     "again_choice": ("Type the number of a choice, from 1 to {count}.", "请输入选项的编号，1 到 {count}。"),
     "answer_number": ("Your answer (a number): ", "你的答案（一个数）："),
     "again_number": ("Type a number, such as 42 or 0.5.", "请输入一个数，比如 42 或 0.5。"),
-    "recorded": ("Recorded in {file}; `python3 judge/judge.py list` shows it.",
-                 "已记录在 {file}；`python3 judge/judge.py list` 可以查看。"),
+    "recorded": ("Recorded in {file}; `{judge} list` shows it.",
+                 "已记录在 {file}；`{judge} list` 可以查看。"),
 
     # -- watch ---------------------------------------------------------------------------------
     "keys": ("h hint · l list · r run · q quit", "h 提示 · l 列表 · r 运行 · q 退出"),
     "every_exercise_passes": ("{mark} Every exercise passes.", "{mark} 所有练习都已通过。"),
-    "watch_again": (" `python3 judge/judge.py list` shows them; `python3 judge/judge.py watch N` watches exercise N "
-                    "again.", "`python3 judge/judge.py list` 列出它们；`python3 judge/judge.py watch N` 重新监视练习 N。"),
+    "watch_again": (" `{judge} list` shows them; `{judge} watch N` watches exercise N "
+                    "again.", "`{judge} list` 列出它们；`{judge} watch N` 重新监视练习 N。"),
     "watching": ("Watching {file} · {where} · {keys} · {summary}", "监视 {file} · {where} · {keys} · {summary}"),
     "watching_plain": ("Watching {file} · {where} · {summary} · save the file to judge it again",
                        "监视 {file} · {where} · {summary} · 保存文件即重新评判"),
-    "stopped_watching": ("Stopped watching. Your progress is saved; `python3 judge/judge.py list` shows it.",
-                         "已停止监视。进度已保存；`python3 judge/judge.py list` 可以查看。"),
+    "stopped_watching": ("Stopped watching. Your progress is saved; `{judge} list` shows it.",
+                         "已停止监视。进度已保存；`{judge} list` 可以查看。"),
     "kit_done": ("{mark} Exercise {id:02d} passes, and so does every other: the kit is done. Well done!",
                  "{mark} 练习 {id:02d} 通过了，其他练习也都已通过：全部完成。干得好！"),
     "on_to": ("{mark} Exercise {id:02d} passes.", "{mark} 练习 {id:02d} 通过。"),
