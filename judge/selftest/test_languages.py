@@ -10,11 +10,12 @@ import os
 import re
 import shutil
 import tempfile
+import textwrap
 import unittest
 from pathlib import Path
 from unittest import mock
 
-from lab import cli
+from lab import cli, ui
 from lab.learner import quiz
 from lab.model import catalog as cat, words
 from lab.model.progress import Progress
@@ -59,6 +60,21 @@ class Choosing(unittest.TestCase):
                                                        "so it would fail when shown")
             self.assertNotRegex(chinese, r"[A-Za-z]{4,} [a-z]{3,} [a-z]{3,}",
                                 f"{key}: the Chinese has an English sentence left in it")
+
+
+class Wrapping(unittest.TestCase):
+    def test_chinese_wraps_by_columns(self):
+        text = "一个 13 字节的块从 granule 的偏移 0 开始，需要几个影子字节来描述？" * 3
+        lines = ui.wrap(text, 40, "  ", "    ").split("\n")
+        self.assertGreater(len(lines), 3)
+        self.assertTrue(all(ui.columns(line) <= 42 for line in lines), f"a line wider than the terminal: {lines}")
+        self.assertFalse(any(line.strip()[0] in "，。：" for line in lines), f"a line starts with punctuation: {lines}")
+        self.assertEqual("".join(line.strip() for line in lines).replace(" ", ""), text.replace(" ", ""),
+                         "wrapping loses or adds nothing")
+        english = "Answer with the number of a choice, or with a number. Ctrl-D or Ctrl-C stops. " * 3
+        self.assertEqual(ui.wrap(english, 40, "  ", "  "),
+                         textwrap.fill(english, 40, initial_indent="  ", subsequent_indent="  "),
+                         "English wraps as it always did")
 
 
 class MissingChinese(unittest.TestCase):

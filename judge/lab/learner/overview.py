@@ -5,8 +5,6 @@ the first stage that fails."""
 from __future__ import annotations
 
 import shutil
-import textwrap
-import unicodedata
 from dataclasses import dataclass
 
 from ..model.progress import Progress, Standing
@@ -51,10 +49,10 @@ def extras(exercise: Exercise, progress: Progress) -> str:
 def render(catalog: Catalog, progress: Progress) -> str:
     catalog = translated_catalog(catalog)
     lines = []
-    width = max([44, *(_width(ex.title) for ex in catalog.exercises)])
+    width = max([44, *(ui.columns(ex.title) for ex in catalog.exercises)])
     for ex in catalog.exercises:
         difficulty = say(f"difficulty_{ex.difficulty}") if f"difficulty_{ex.difficulty}" in WORDS else ex.difficulty
-        lines.append(f"{ex.id:02d}  {_pad(ex.title, width)} {_pad(difficulty, 7)} {status_text(ex, progress)}")
+        lines.append(f"{ex.id:02d}  {ui.pad(ex.title, width)} {ui.pad(difficulty, 7)} {status_text(ex, progress)}")
         lines.append(ui.paint(f"    {ex.summary}", "dim"))
         more = extras(ex, progress)
         if more:
@@ -62,15 +60,6 @@ def render(catalog: Catalog, progress: Progress) -> str:
     lines.append("")
     lines.append(say("progress", bar=ui.bar(passed_count(catalog, progress), len(catalog.exercises))))
     return "\n".join(lines)
-
-
-def _width(text: str) -> int:
-    """Columns on a terminal: a Chinese character takes two."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-
-
-def _pad(text: str, width: int) -> str:
-    return text + " " * max(width - _width(text), 0)
 
 
 def summary(catalog: Catalog, progress: Progress) -> str:
@@ -157,7 +146,7 @@ def _choose(exercise: Exercise, progress: Progress, number: int, test: str) -> _
 
 
 def _wrap(text: str) -> str:
-    return textwrap.fill(text, max(shutil.get_terminal_size((100, 24)).columns - 1, 40))
+    return ui.wrap(text, max(shutil.get_terminal_size((100, 24)).columns - 1, 40))
 
 
 def _render(exercise: Exercise, lead: str, s: _Shown) -> str:

@@ -11,7 +11,6 @@ import math
 import re
 import shutil
 import sys
-import textwrap
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,8 +172,8 @@ class Asker:
             indent: tuple[str, str] = ("", "")) -> None:
         """Prints `text` wrapped to the terminal, painted after the wrapping (colour codes have no
         width); `lead` starts the first line in a colour of its own."""
-        wrapped = textwrap.fill(f"{lead} {text}" if lead else text, self.width, initial_indent=indent[0],
-                                subsequent_indent=indent[1]) if text or lead else ""
+        wrapped = ui.wrap(f"{lead} {text}" if lead else text, self.width, initial_indent=indent[0],
+                          subsequent_indent=indent[1]) if text or lead else ""
         if lead and wrapped.startswith(lead):
             wrapped = ui.paint(lead, lead_colour) + wrapped[len(lead):]
         print(ui.paint(wrapped, colour) if colour else wrapped, file=self.stdout, flush=True)
