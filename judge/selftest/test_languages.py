@@ -102,6 +102,22 @@ class MissingChinese(unittest.TestCase):
         self.assertIs(quiz._with_english_answers(arena, faithful), faithful)
 
 
+class Reporting(unittest.TestCase):
+    def test_the_report_speaks_chinese_and_the_verdict_stays_english(self):
+        from lab.learner import report
+        from .test_reports import sample_verdict
+        words.choose("zh")
+        self.addCleanup(words.choose, None)
+        mini = cat.load(FIXTURES / "mini.catalog.toml").exercises[0]
+        verdict = sample_verdict()
+        before = verdict.to_json()
+        said = report.render(verdict, cat.translated(mini, path=FIXTURES / "mini.catalog.zh.toml"))
+        for text in ("练习 01 · arena 分配器", "阶段 1 · 基础  1/6", "`allocate` 移动游标", "— 崩溃", "编译不通过",
+                     "未通过：不要改动测试框架的宏"):
+            self.assertIn(text, said, "the report's words and the stages' titles and goals are Chinese")
+        self.assertEqual(verdict.to_json(), before, "the verdict, as --json prints it, keeps the English")
+
+
 class Watching(unittest.TestCase):
     def test_watch_speaks_chinese(self):
         words.choose("zh")
