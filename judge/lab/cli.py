@@ -206,6 +206,8 @@ def main(argv: list[str]) -> int:
     if command is None:
         parser.print_help()
         return EXIT_USAGE
+    if command.audience != "learner":   # an instructor's or a maintainer's output is English, to the byte
+        words.choose("en", asked=False)
     try:
         module, function = command.handler.split(":")
         handler = getattr(importlib.import_module(f"{__package__}.{module}"), function)

@@ -52,6 +52,15 @@ class Choosing(unittest.TestCase):
         words.choose("en")
         self.assertEqual(self.language_with(LANG="zh_CN.UTF-8"), "en", "--lang en wins over a Chinese locale")
 
+    def test_the_instructors_and_maintainers_commands_stay_english(self):
+        err = io.StringIO()
+        with mock.patch("sys.stderr", err):
+            self.assertEqual(cli.main(["--lang", "zh", "mutate", "nope"]), cli.EXIT_USAGE)
+            cli.main(["--lang", "zh", "hint", "nope"])
+        first, second = err.getvalue().splitlines()
+        self.assertIn("no exercise is called 'nope'", first, "mutate, a maintainer's command, answers in English")
+        self.assertIn("没有名为 'nope' 的练习", second, "hint, a learner's, in Chinese")
+
     def test_every_message_has_both_languages_with_the_same_fields(self):
         for key, (english, chinese) in words.WORDS.items():
             self.assertTrue(english and chinese, f"{key}: a message is missing a language")

@@ -13,12 +13,15 @@ import os
 
 LANGUAGES = ("en", "zh")
 _chosen: str | None = None
+_on_the_command_line = False
 
 
-def choose(language: str | None) -> None:
-    """The language the command line asks for; None leaves it to the locale."""
-    global _chosen
+def choose(language: str | None, asked: bool = True) -> None:
+    """The language the command line asks for (`asked`), or the one a command speaks whatever
+    is asked; None leaves it to the locale."""
+    global _chosen, _on_the_command_line
     _chosen = language if language in LANGUAGES else None
+    _on_the_command_line = asked and _chosen is not None
 
 
 def language() -> str:
@@ -45,7 +48,7 @@ def judge_command() -> str:
     """`python3 judge/judge.py`, with the --lang it was given when the locale alone would choose
     otherwise: the commands the judge suggests must answer in the language asked for."""
     command = "python3 judge/judge.py"
-    if _chosen and _chosen != _chosen_by_locale():
+    if _on_the_command_line and _chosen != _chosen_by_locale():
         command += f" --lang {_chosen}"
     return command
 
