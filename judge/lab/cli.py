@@ -19,10 +19,15 @@ from typing import Callable
 from . import pipe
 from .core.build import COMPILER_HELP
 from .model import catalog as cat
+from .model import words
 from .model.errors import UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXERCISE = "1, 01, arena or 01-arena"
+LANG_HELP = ("the language of the learner's commands: en or zh (default: the locale, the first of LC_ALL, "
+             "LC_MESSAGES and LANG that is set; zh_CN.UTF-8 or any zh... means Chinese). The tests' own messages, "
+             "the compiler's and the sanitizers' output, --json and --junit, and the instructors' and "
+             "maintainers' commands stay English")
 
 
 @dataclass(frozen=True)
@@ -194,12 +199,15 @@ COMMANDS = (
 
 def main(argv: list[str]) -> int:
     pipe.tolerate_closed_stdout()
-    parser = _parser(argv[:1])
+    words.choose(_asked_language(argv))
+    parser = _parser(_without_language(argv)[:1])
     args = parser.parse_args(argv)
     command: Command | None = getattr(args, "command", None)
     if command is None:
         parser.print_help()
         return EXIT_USAGE
+    if command.audience != "learner":   # an instructor's or a maintainer's output is English, to the byte
+        words.choose("en", asked=False)
     try:
         module, function = command.handler.split(":")
         handler = getattr(importlib.import_module(f"{__package__}.{module}"), function)
@@ -208,7 +216,7 @@ def main(argv: list[str]) -> int:
         print(f"judge: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("\njudge: interrupted", file=sys.stderr)
+        print(f"\njudge: {words.say('interrupted')}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as err:  # the judge's own fault: one line, the trace on request
         if os.environ.get("ALLOCLAB_DEBUG"):
@@ -216,6 +224,31 @@ def main(argv: list[str]) -> int:
         print(f"judge: internal error: {type(err).__name__}: {err} (set ALLOCLAB_DEBUG=1 for the trace)",
               file=sys.stderr)
         return EXIT_USAGE
+
+
+def _asked_language(argv: list[str]) -> str | None:
+    """`--lang X` or `--lang=X`, wherever it stands (the last one wins, as in argparse), read
+    before the parsing so that the parser's own errors speak the language asked for."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--lang" and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith("--lang="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def _without_language(argv: list[str]) -> list[str]:
+    return [a for i, a in enumerate(argv)
+            if a != "--lang" and not a.startswith("--lang=") and (i == 0 or argv[i - 1] != "--lang")]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, words.say("bad_usage", prog=self.prog, message=message) + "\n")
 
 
 def _parser(asked: list[str]) -> argparse.ArgumentParser:
@@ -226,15 +259,17 @@ def _parser(asked: list[str]) -> argparse.ArgumentParser:
     listing = "\n\n".join("\n".join([f"the {audience}'s commands:",
                                        *(f"  {c.name:<{width}}{c.help}" for c in COMMANDS if c.audience == audience)])
                            for audience in ("learner", "instructor", "maintainer"))
-    p = argparse.ArgumentParser(prog="judge.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-                                description="AllocLab's judge: builds, tests and explains your allocators. Exit "
-                                "status: 0 all good, 1 the judged code failed, 2 bad usage or a missing toolchain.",
-                                epilog=listing)
+    p = _Parser(prog="judge.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+                description="AllocLab's judge: builds, tests and explains your allocators. Exit "
+                "status: 0 all good, 1 the judged code failed, 2 bad usage or a missing toolchain.",
+                epilog=listing)
+    p.add_argument("--lang", choices=words.LANGUAGES, default=argparse.SUPPRESS, help=LANG_HELP)
     sub = p.add_subparsers(title="commands", metavar="COMMAND", help="one of the commands below")
     for command in COMMANDS:
         s = sub.add_parser(command.name,
                            description={"maintainer": "(maintainers) ", "instructor": "(instructors) "}.get(
                                command.audience, "") + command.help)
+        s.add_argument("--lang", choices=words.LANGUAGES, default=argparse.SUPPRESS, help=LANG_HELP)
         if command.name in asked:
             command.arguments(s)
         s.set_defaults(command=command)

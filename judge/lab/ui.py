@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
+import textwrap
+import unicodedata
 
 _CODES = {"green": "32", "red": "31", "yellow": "33", "dim": "2", "bold": "1", "cyan": "36"}
 
@@ -41,6 +44,38 @@ def indent(text: str, prefix: str = "      ", max_lines: int = 14, more: str = "
     if len(lines) > max_lines:
         lines = lines[:max_lines] + [f"[... {len(lines) - max_lines} more lines" + (f"; {more}]" if more else "]")]
     return "\n".join(prefix + line for line in lines)
+
+
+def columns(text: str) -> int:
+    """How many terminal columns `text` takes: a Chinese character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def pad(text: str, width: int) -> str:
+    return text + " " * max(width - columns(text), 0)
+
+
+_TOKEN = re.compile(r"\s+|[\u2e80-\uffff]|[^\s\u2e80-\uffff]+")
+
+
+def wrap(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "") -> str:
+    """textwrap.fill by terminal columns: Chinese has no spaces to break at and its characters
+    are two columns wide, so a line breaks between any two of them (never before a closing
+    punctuation mark)."""
+    if text.isascii():
+        return textwrap.fill(text, width, initial_indent=initial_indent, subsequent_indent=subsequent_indent)
+    lines, line, space = [], initial_indent, False
+    for token in _TOKEN.findall(text):
+        if token.isspace():
+            space = line.strip() != ""
+            continue
+        gap = " " if space else ""
+        if columns(line + gap + token) > width and line.strip() and token not in "，。、：；！？）」』":
+            lines.append(line)
+            line, gap = subsequent_indent, ""
+        line += gap + token
+        space = False
+    return "\n".join(lines + [line])
 
 
 def bar(done: int, total: int, width: int = 24) -> str:

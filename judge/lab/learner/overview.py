@@ -5,12 +5,12 @@ the first stage that fails."""
 from __future__ import annotations
 
 import shutil
-import textwrap
 from dataclasses import dataclass
 
 from ..model.progress import Progress, Standing
 from .. import ui
-from ..model.catalog import Catalog, Exercise, Hint, shown
+from ..model.catalog import Catalog, Exercise, Hint, shown, translated, translated_catalog
+from ..model.words import WORDS, say
 
 def passed_count(catalog: Catalog, progress: Progress) -> int:
     return sum(progress.standing(ex)[0] == Standing.PASSED for ex in catalog.exercises)
@@ -19,17 +19,17 @@ def passed_count(catalog: Catalog, progress: Progress) -> int:
 def status_text(exercise: Exercise, progress: Progress, colour: bool = True) -> str:
     standing, stage = progress.standing(exercise)
     paint = ui.paint if colour else (lambda text, _: text)
-    of = f"{stage} of {len(exercise.stages)}"
+    of = dict(stage=stage, count=len(exercise.stages))
     if standing == Standing.PASSED:
-        return paint(f"{ui.OK} passed", "green")
+        return paint(say("passed", mark=ui.OK), "green")
     text = {
-        Standing.FAILING: f"{ui.FAIL} at stage {of}" if stage else f"{ui.FAIL} failing",
-        Standing.NOT_COMPILING: f"{ui.FAIL} does not compile",
-        Standing.STAGE_PASSED: f"stage {of} passes (judged alone)",
-        Standing.STAGE_FAILED: f"{ui.FAIL} stage {of} fails (judged alone)",
-    }.get(standing, "not started")
+        Standing.FAILING: say("at_stage", mark=ui.FAIL, **of) if stage else say("failing", mark=ui.FAIL),
+        Standing.NOT_COMPILING: say("compile_fails", mark=ui.FAIL),
+        Standing.STAGE_PASSED: say("stage_alone_passes", **of),
+        Standing.STAGE_FAILED: say("stage_alone_fails", mark=ui.FAIL, **of),
+    }.get(standing, say("not_started"))
     if progress.entry(exercise).get("passed_once"):
-        text += " · passed once"
+        text += say("passed_once")
     return text if standing == Standing.NOT_STARTED else paint(text, "yellow")
 
 
@@ -38,24 +38,27 @@ def extras(exercise: Exercise, progress: Progress) -> str:
     parts = []
     taken = progress.hints_taken(exercise)
     if taken:
-        parts.append("hints taken: " + ", ".join(f"{n} for stage {s}" for s, n in sorted(taken.items())))
+        parts.append(say("hints_taken", taken=", ".join(say("hints_for_stage", count=n, stage=s)
+                                                         for s, n in sorted(taken.items()))))
     score = progress.quiz_score(exercise)
     if score:
-        parts.append(f"quiz: {score[0]} of {score[1]} right")
+        parts.append(say("quiz_score", right=score[0], total=score[1]))
     return " · ".join(parts)
 
 
 def render(catalog: Catalog, progress: Progress) -> str:
+    catalog = translated_catalog(catalog)
     lines = []
-    width = max([44, *(len(ex.title) for ex in catalog.exercises)])
+    width = max([44, *(ui.columns(ex.title) for ex in catalog.exercises)])
     for ex in catalog.exercises:
-        lines.append(f"{ex.id:02d}  {ex.title:<{width}} {ex.difficulty:<7} {status_text(ex, progress)}")
+        difficulty = say(f"difficulty_{ex.difficulty}") if f"difficulty_{ex.difficulty}" in WORDS else ex.difficulty
+        lines.append(f"{ex.id:02d}  {ui.pad(ex.title, width)} {ui.pad(difficulty, 7)} {status_text(ex, progress)}")
         lines.append(ui.paint(f"    {ex.summary}", "dim"))
         more = extras(ex, progress)
         if more:
             lines.append(f"    {more}")
     lines.append("")
-    lines.append(f"Progress {ui.bar(passed_count(catalog, progress), len(catalog.exercises))}")
+    lines.append(say("progress", bar=ui.bar(passed_count(catalog, progress), len(catalog.exercises))))
     return "\n".join(lines)
 
 
@@ -66,10 +69,10 @@ def summary(catalog: Catalog, progress: Progress) -> str:
         standing, stage = progress.standing(ex)
         word = {
             Standing.PASSED: ui.OK,
-            Standing.FAILING: f"stage {stage}/{len(ex.stages)}" if stage else ui.FAIL,
-            Standing.NOT_COMPILING: f"{ui.FAIL} compile",
-            Standing.STAGE_PASSED: f"stage {stage} {ui.OK}",
-            Standing.STAGE_FAILED: f"stage {stage} {ui.FAIL}",
+            Standing.FAILING: say("summary_stage", stage=stage, count=len(ex.stages)) if stage else ui.FAIL,
+            Standing.NOT_COMPILING: say("summary_compile", mark=ui.FAIL),
+            Standing.STAGE_PASSED: say("summary_alone", stage=stage, mark=ui.OK),
+            Standing.STAGE_FAILED: say("summary_alone", stage=stage, mark=ui.FAIL),
         }.get(standing, "·")
         parts.append(f"{ex.id:02d} {word}")
     return f"{ui.bar(passed_count(catalog, progress), len(catalog.exercises), width=12)}  " + "  ".join(parts)
@@ -99,26 +102,25 @@ def take_next_hint(exercise: Exercise, progress: Progress) -> str:
     hints first, when the catalog gives it some, then the stage's. Counts it as taken in
     `progress`, which the caller saves. The caller makes sure that verdict describes the file as
     it is (`hint` judges it again when it does not)."""
+    exercise = translated(exercise)
     standing, stage = progress.standing(exercise)
     if standing == Standing.PASSED:
-        return (ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes every stage: no hint needed.", "green") +
-                f" Now read {exercise.after_you_pass}: the mistakes the tests catch and the decisions the "
-                "reference makes.")
+        return (ui.paint(say("hint_passed", mark=ui.OK, id=exercise.id), "green") +
+                say("hint_read_after", where=exercise.after_you_pass))
     if standing == Standing.NOT_COMPILING:
-        return (f"{ui.FAIL} Your {exercise.header} does not compile, and no hint is about the compiler: fix the "
-                f"first error that `python3 judge/judge.py test {exercise.id}` shows, then ask again.")
+        return say("hint_not_compiling", mark=ui.FAIL, header=exercise.header, id=exercise.id)
     failing = standing == Standing.FAILING
     number = stage if failing and stage else 1
     current = exercise.stages[number - 1]
     recorded = progress.failing_test(exercise) if failing else None
     test = _in_suite(recorded) if recorded else ""
     named = f"{current.suite}.{test}"
-    lead = f"Stage {number} ({current.title})" + (" is the first stage that fails" if failing else "")
-    lead += f"; its first failing test is {named}." if test else "." if failing else ":"
+    lead = say("lead_stage", number=number, title=current.title) + (say("lead_fails") if failing else "")
+    lead += say("lead_test", test=named) if test else say("lead_end") if failing else say("lead_colon")
     shown_hint = _choose(exercise, progress, number, test)
     if shown_hint is None:
         return "\n".join([ui.paint(_wrap(lead), "dim"),
-                          f"Stage {number} ({current.title}) has no hints; {shown(exercise.chapter)} explains it."])
+                          say("no_hints", number=number, title=current.title, chapter=shown(exercise.reader_chapter))])
     return _render(exercise, lead, shown_hint)
 
 
@@ -130,23 +132,21 @@ def _choose(exercise: Exercise, progress: Progress, number: int, test: str) -> _
     if own:
         which, new = progress.take_hint(exercise, number, test)
         if new:
-            last = (f"That was the last hint for {named}; asked again, `hint` gives the hints for the whole stage."
-                    if current.stage_hints else f"That was the last hint for {named}.")
+            last = say("last_test_hint_then_stage" if current.stage_hints else "last_test_hint", test=named)
             return _Shown(own[which - 1], which, len(own), named, True, last)
     if not current.stage_hints:  # the test's hints all shown, or none at all
         return _Shown(own[-1], len(own), len(own), named, False) if own else None
     which, new = progress.take_hint(exercise, number)
     if own and not new:  # the test's and the stage's hints all shown: the test's last one again
         return _Shown(own[-1], len(own), len(own), named, False,
-                      also=f" and all {len(current.stage_hints)} for stage {number}")
-    preface = (f"You have seen all {len(own)} hints for {named}; now the hints for the whole stage."
-               if own and new and which == 1 else "")
-    return _Shown(current.stage_hints[which - 1], which, len(current.stage_hints), f"stage {number}", new,
-                  f"That was the last hint for stage {number}.", preface=preface)
+                      also=say("also_stage", count=len(current.stage_hints), number=number))
+    preface = say("now_stage_hints", count=len(own), test=named) if own and new and which == 1 else ""
+    return _Shown(current.stage_hints[which - 1], which, len(current.stage_hints), say("of_stage", number=number),
+                  new, say("last_stage_hint", number=number), preface=preface)
 
 
 def _wrap(text: str) -> str:
-    return textwrap.fill(text, max(shutil.get_terminal_size((100, 24)).columns - 1, 40))
+    return ui.wrap(text, max(shutil.get_terminal_size((100, 24)).columns - 1, 40))
 
 
 def _render(exercise: Exercise, lead: str, s: _Shown) -> str:
@@ -155,13 +155,12 @@ def _render(exercise: Exercise, lead: str, s: _Shown) -> str:
     if s.preface:
         lines.append(s.preface)
     if not s.new:
-        lines.append(f"You have seen all {s.total} hints for {s.of}{s.also}. The last one again:")
-    heading = f"Hint {s.which} of {s.total} for {s.of} ({s.hint.level}):"
+        lines.append(say("seen_all", total=s.total, of=s.of, also=s.also))
+    heading = say("hint_heading", which=s.which, total=s.total, of=s.of, level=say(f"level_{s.hint.level}"))
     text = _wrap(f"{heading} {s.hint.text}")
     lines.append(ui.paint(heading, "bold") + text[len(heading):])  # painted after wrapping: codes have no width
     if not s.new:
-        lines.append(f'Still stuck? The part "The task" of {shown(exercise.chapter)} states the contract, and '
-                     f"`python3 judge/judge.py test {exercise.id} -v` shows every message.")
+        lines.append(say("still_stuck", chapter=shown(exercise.reader_chapter), id=exercise.id))
     elif s.which == s.total and s.last:
         lines.append(ui.paint(s.last, "dim"))
     return "\n".join(lines)

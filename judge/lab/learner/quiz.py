@@ -11,14 +11,14 @@ import math
 import re
 import shutil
 import sys
-import textwrap
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..model.progress import Progress
 from .. import ui
-from ..model.catalog import Catalog, CatalogError, Exercise, shown
+from ..model.catalog import Catalog, CatalogError, Exercise, shown, translated
+from ..model.words import say
 
 SIZE = (4, 6)   # fewest and most questions a chapter's quiz has
 _KEYS = {"ask", "choices", "answer", "explain", "tolerance"}
@@ -133,13 +133,15 @@ def problems(exercise: Exercise, path: Path | None = None) -> list[str]:
 # -- asking --------------------------------------------------------------------------------
 
 def quiz_command(args, catalog: Catalog) -> bool:
-    exercise = catalog.resolve(args.exercise)
-    if not exercise.quiz_file.is_file():
-        raise CatalogError(f"chapter {exercise.id} has no quiz yet: {shown(exercise.quiz_file)} does not exist. "
-                           f"The chapter itself is {shown(exercise.chapter)}.")
-    questions = load(exercise)
+    exercise = translated(catalog.resolve(args.exercise))
+    path = exercise.reader_quiz
+    if not path.is_file():
+        raise CatalogError(say("no_quiz", id=exercise.id, quiz=shown(path), chapter=shown(exercise.reader_chapter)))
+    questions = load(exercise, path)
+    if path != exercise.quiz_file:   # the score counts the same whatever the language: the answers must match
+        questions = _with_english_answers(exercise, questions)
     if not questions:
-        raise CatalogError(f"the quiz {shown(exercise.quiz_file)} has no question")
+        raise CatalogError(say("quiz_empty", quiz=shown(path)))
     asker = Asker(sys.stdin, sys.stdout)
     right = asker.ask_all(exercise, questions)
     if right is None:
@@ -149,7 +151,7 @@ def quiz_command(args, catalog: Catalog) -> bool:
     progress = Progress()
     progress.record_quiz(exercise, right, len(questions))
     progress.save()
-    print(f"Recorded in {shown(progress.path)}; `python3 judge/judge.py list` shows it.")
+    print(say("recorded", file=shown(progress.path)))
     return True
 
 
@@ -170,20 +172,20 @@ class Asker:
             indent: tuple[str, str] = ("", "")) -> None:
         """Prints `text` wrapped to the terminal, painted after the wrapping (colour codes have no
         width); `lead` starts the first line in a colour of its own."""
-        wrapped = textwrap.fill(f"{lead} {text}" if lead else text, self.width, initial_indent=indent[0],
-                                subsequent_indent=indent[1]) if text or lead else ""
+        wrapped = ui.wrap(f"{lead} {text}" if lead else text, self.width, initial_indent=indent[0],
+                          subsequent_indent=indent[1]) if text or lead else ""
         if lead and wrapped.startswith(lead):
             wrapped = ui.paint(lead, lead_colour) + wrapped[len(lead):]
         print(ui.paint(wrapped, colour) if colour else wrapped, file=self.stdout, flush=True)
 
     def ask_all(self, exercise: Exercise, questions: list[Question]) -> int | None:
         """The number of right answers, or None when the learner stopped before the end."""
-        self.say(f"Quiz · chapter {exercise.id} · {exercise.title} ({len(questions)} questions)", "bold")
-        self.say("Answer with the number of a choice, or with a number. Ctrl-D or Ctrl-C stops.", "dim")
+        self.say(say("quiz_heading", id=exercise.id, title=exercise.title, count=len(questions)), "bold")
+        self.say(say("quiz_how"), "dim")
         right = 0
         for number, question in enumerate(questions, start=1):
             self.say()
-            self.say(f"Question {number} of {len(questions)}", "cyan")
+            self.say(say("question", number=number, count=len(questions)), "cyan")
             self.say(question.ask)
             for i, choice in enumerate(question.choices, start=1):
                 self.say(choice, indent=(f"  {i}. ", "     "))
@@ -194,26 +196,25 @@ class Asker:
                 given = None
             if given is None:
                 self.say()
-                self.say(f"Stopped at question {number} of {len(questions)}; nothing is recorded. "
-                         f"`python3 judge/judge.py quiz {exercise.id}` starts again.")
+                self.say(say("quiz_stopped", number=number, count=len(questions), id=exercise.id))
                 return None
             if question.is_right(given):
                 right += 1
-                self.say(question.explain, lead=f"{ui.OK} Right.", lead_colour="green")
+                self.say(question.explain, lead=say("right", mark=ui.OK), lead_colour="green")
             else:
-                self.say(question.explain, lead=f"{ui.FAIL} Not quite: the answer is {question.right_answer()}.",
+                self.say(question.explain, lead=say("not_quite", mark=ui.FAIL, answer=question.right_answer()),
                          lead_colour="red")
         self.say()
-        self.say(f"Score: {right} of {len(questions)} right.", "bold")
+        self.say(say("score", right=right, count=len(questions)), "bold")
         return right
 
     def _answer(self, question: Question) -> float | None:
         """The learner's answer, asked again until it is one; None at the end of the input."""
         if question.choices:
-            prompt = f"Your answer (1-{len(question.choices)}): "
-            again = f"Type the number of a choice, from 1 to {len(question.choices)}."
+            prompt = say("answer_choice", count=len(question.choices))
+            again = say("again_choice", count=len(question.choices))
         else:
-            prompt, again = "Your answer (a number): ", "Type a number, such as 42 or 0.5."
+            prompt, again = say("answer_number"), say("again_number")
         while True:
             self.stdout.write(prompt)
             self.stdout.flush()
@@ -227,6 +228,19 @@ class Asker:
                                                                  1 <= given <= len(question.choices))):
                 return given
             self.say(again)
+
+
+def _with_english_answers(exercise: Exercise, questions: list[Question]) -> list[Question]:
+    """The translated questions, or the English ones when the translation's answers differ
+    from them (`check` names such a quiz): a score is a score in either language."""
+    try:
+        english = load(exercise)
+    except CatalogError:
+        return questions
+    same = len(english) == len(questions) and all(
+        (e.answer, len(e.choices), e.tolerance) == (z.answer, len(z.choices), z.tolerance)
+        for e, z in zip(english, questions))
+    return questions if same else english
 
 
 def _parse(text: str) -> float | None:

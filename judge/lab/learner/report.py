@@ -4,76 +4,87 @@ from __future__ import annotations
 import re
 
 from .. import ui
-from ..model.catalog import Exercise
+from ..model.catalog import Exercise, shown, translated
 from ..model.results import ConfigResult, StageResult, StageStatus, TestStatus, Verdict
+from ..model.words import WORDS, plural, say
 
-_STATUS_WORD = {TestStatus.CRASHED: "crashed", TestStatus.TIMEOUT: "hung", TestStatus.NOT_RUN: "did not run",
+_STATUS_WORD = {TestStatus.CRASHED: "crashed", TestStatus.TIMEOUT: "hung", TestStatus.NOT_RUN: "did_not_run",
                 TestStatus.SKIPPED: "skipped"}
-TAMPERED = ("its tests ran with the test framework's macros changed by the header under test, so none of "
-            "them counts: a test that passed may only have had its failure hidden")
+TAMPERED = WORDS["tampered"][0]   # as JUnit reports it, in English whatever the learner reads
 
 
 def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command: str = "") -> str:
-    out = [ui.paint(f"Exercise {exercise.id:02d} · {exercise.title}", "bold") + f"  ({verdict.file})"]
+    exercise = translated(exercise)
+    out = [ui.paint(say("exercise_heading", id=exercise.id, title=exercise.title), "bold") + f"  ({verdict.file})"]
     for problem in verdict.tampering:
-        out.append(f"{ui.mark(False)} The header under test changes the test framework: {problem}. "
-                   "Tests judged through altered assertions prove nothing, so this cannot pass.")
+        out.append(f"{ui.mark(False)} " + say("tampering", problem=problem))
     first_failing = verdict.first_failing_stage()
     for config in verdict.configs:
         out.append("")
-        out.extend(config_lines(config, first_failing, verbose))
+        out.extend(config_lines(config, first_failing, verbose, exercise))
     out.append("")
     out.append(_next_step(verdict, exercise, command))
     return "\n".join(out)
 
 
-def config_lines(config: ConfigResult, first_failing: int | None, verbose: bool) -> list[str]:
+def config_lines(config: ConfigResult, first_failing: int | None, verbose: bool,
+                 exercise: Exercise | None = None) -> list[str]:
     b = config.build
     if not b.ok:
-        lines = [ui.paint(f"{config.label}: does not compile", "red")]
+        lines = [ui.paint(say("does_not_compile", label=config.label), "red")]
         if b.error:
             lines.append(f"  {b.error.file and b.error.where()}: {b.error.severity}: {b.error.message}")
             lines.extend("  " + c for c in b.error.context)
-            lines.append("  Fix this first: nothing can be tested until the file compiles.")
+            lines.append("  " + say("fix_first"))
         else:
             lines.append(ui.indent(b.problem, "  "))
         return lines
     if b.problem:  # built, or not needed, yet not judged: the stages say why
         return [ui.paint(f"{config.label}", "cyan") + ui.paint(f"  {b.problem}", "dim")]
-    lines = [ui.paint(f"{config.label}", "cyan") + ui.paint(f"  built in {b.seconds:.1f} s", "dim")]
+    lines = [ui.paint(f"{config.label}", "cyan") + ui.paint("  " + say("built_in", seconds=b.seconds), "dim")]
     if b.warnings:
         w = b.warnings[0]
-        lines.append(ui.paint(f"  ! {len(b.warnings)} warning(s) in your file, the first: {w.where()}: {w.message}",
+        lines.append(ui.paint("  " + say("warnings", count=len(b.warnings), where=w.where(), message=w.message),
                               "yellow"))
     for stage in config.stages:
         detailed = verbose or first_failing is None or stage.number <= first_failing
-        lines.extend(stage_lines(stage, detailed, verbose))
+        lines.extend(stage_lines(stage, detailed, verbose, exercise))
     return lines
 
 
-def stage_lines(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
+def _words(stage: StageResult, exercise: Exercise | None) -> tuple[str, str]:
+    """The stage's title and goal in the learner's language: the verdict keeps the English."""
+    if exercise is not None and exercise.edition != "en" and 1 <= stage.number <= len(exercise.stages):
+        ours = exercise.stages[stage.number - 1]
+        if ours.suite == stage.suite:
+            return ours.title, ours.goal
+    return stage.title, stage.goal
+
+
+def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exercise | None = None) -> list[str]:
     ok = stage.status == StageStatus.PASSED
     tampered = stage.status == StageStatus.TAMPERED
-    count = "not counted" if tampered else f"{stage.passed_count}/{len(stage.tests)}"
-    head = f"{ui.mark(ok)} Stage {stage.number} · {stage.title}  {count}"
-    lines = [ui.paint(head, "bold") if detailed and not ok else head, ui.paint(f"    {stage.goal}", "dim")]
+    title, goal = _words(stage, exercise)
+    count = say("not_counted") if tampered else f"{stage.passed_count}/{len(stage.tests)}"
+    head = f"{ui.mark(ok)} " + say("stage_line", number=stage.number, title=title, count=count)
+    lines = [ui.paint(head, "bold") if detailed and not ok else head, ui.paint(f"    {goal}", "dim")]
     if tampered:
-        lines.append(ui.paint("    ! " + TAMPERED, "yellow"))
+        lines.append(ui.paint("    ! " + say("tampered"), "yellow"))
     for problem in stage.problems:
         lines.append(ui.paint("    ! " + problem, "yellow"))
     for note in stage.notes:
-        lines.append(ui.paint("    note: " + note, "dim"))
+        lines.append(ui.paint("    " + say("note", note=note), "dim"))
     if tampered or (ok and not verbose):   # a tampered stage's tests prove nothing, so none is listed
         return lines
     if not detailed:  # a later stage: one thing at a time
-        lines.append(ui.paint(f"    its tests are listed once the stages before it pass (-v lists them now)", "dim"))
+        lines.append(ui.paint("    " + say("tests_later"), "dim"))
         return lines
     repeats = {} if verbose else _repeats(stage)
     for test in stage.tests:
         if test.name in repeats and not repeats[test.name]:
             continue  # said once, with a count, at the first test that said it
         word = _STATUS_WORD.get(test.status)
-        name = test.name + (f" — {word}" if word else "")
+        name = test.name + (f" — {say(word)}" if word else "")
         lines.append(f"    {ui.mark(test.ok)} {name}")
         if not test.ok:
             for message in test.messages:
@@ -82,10 +93,10 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool) -> list[str]:
                 lines.append(ui.indent(test.finding.raw, "        | ", max_lines=80))
         if others := repeats.get(test.name):
             shown_names = ", ".join(t.split(".", 1)[-1] for t in others[:3]) + (", …" if len(others) > 3 else "")
-            lines.append(ui.paint(f"    {ui.FAIL} {len(others)} more test{'s' if len(others) > 1 else ''} "
-                                  f"{_STATUS_WORD.get(test.status, 'failed')}"
-                                  f"{' with the same message' if test.messages else ''} "
-                                  f"({shown_names}; -v lists them)", "dim"))
+            lines.append(ui.paint("    " + say("repeats", mark=ui.FAIL, count=len(others), s=plural(len(others)),
+                                              status=say(_STATUS_WORD.get(test.status, "failed")),
+                                              same=say("same_message") if test.messages else "",
+                                              names=shown_names), "dim"))
     if verbose:
         for finding in stage.findings:
             lines.append(ui.indent(finding.raw, "        | ", max_lines=80))
@@ -111,36 +122,34 @@ def _repeats(stage: StageResult) -> dict[str, list[str]]:
 
 
 def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:
-    again = f"`{command}`" if command else "the judge"
+    again = say("again_command", command=command) if command else say("again_judge")
     judged = sorted({s.number for c in verdict.configs for s in c.stages})
     unjudged = verdict.stages_not_judged
-    not_judged = f"; {_stages(unjudged)} not judged" if unjudged else ""
+    not_judged = say("not_judged", stages=_stages(unjudged)) if unjudged else ""
     if verdict.passed:
         tests = len({t.name for c in verdict.configs for s in c.stages for t in s.tests})
-        builds = f" in {len(verdict.configs)} builds" if len(verdict.configs) > 1 else ""
-        counted = f" ({tests} test{'s' if tests != 1 else ''}{builds}, {verdict.seconds:.1f} s)."
+        builds = say("in_builds", count=len(verdict.configs)) if len(verdict.configs) > 1 else ""
+        counted = say("counted", tests=tests, s=plural(tests), builds=builds, seconds=verdict.seconds)
         if unjudged:
-            return (ui.paint(f"{ui.OK} {_stages(judged).capitalize()} {'passes' if len(judged) == 1 else 'pass'}",
-                             "green") + not_judged + counted +
-                    f"\n  `python3 judge/judge.py test {exercise.id}` judges every stage.")
-        passed = ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes every stage", "green") + counted
+            return (ui.paint(say("stages_pass", mark=ui.OK, stages=_stages(judged).capitalize(),
+                                 verb="passes" if len(judged) == 1 else "pass"), "green") + not_judged + counted +
+                    say("judge_every_stage", id=exercise.id))
+        passed = ui.paint(say("passes_every_stage", mark=ui.OK, id=exercise.id), "green") + counted
         if verdict.implementation != "exercises":
             return passed
-        return (passed + f"\n  Now read {exercise.after_you_pass}: the mistakes the tests catch and the "
-                f"decisions the reference makes. Then `python3 judge/judge.py bench {exercise.id}` and "
-                f"`python3 judge/judge.py quiz {exercise.id}`.")
+        return passed + say("read_after", where=exercise.after_you_pass, id=exercise.id)
     if verdict.tampering:
-        return ui.paint(f"{ui.FAIL} Not passed: leave the test framework's macros alone.", "red")
+        return ui.paint(say("leave_macros", mark=ui.FAIL), "red")
     if any(not c.build.ok for c in verdict.configs):
-        return ui.paint(f"{ui.FAIL} Not passed: the file does not compile yet.", "red") + f" Fix the error above, then run {again} again."
+        return ui.paint(say("not_compiling_yet", mark=ui.FAIL), "red") + say("fix_error", again=again)
     stage_no = verdict.first_failing_stage()
     stage = next(s for c in verdict.configs for s in c.stages if s.number == stage_no and s.status != StageStatus.PASSED)
     failing = len(stage.tests) - stage.passed_count
-    what = f"{failing} of {len(stage.tests)} tests fail" if failing else "the stage has problems listed above"
-    return (ui.paint(f"{ui.FAIL} Not passed yet: stage {stage.number} ({stage.title}): {what}", "red") +
-            not_judged + f". Fix the first {ui.FAIL} above and run {again} again.\n"
-            f"  Stuck? `python3 judge/judge.py hint {exercise.id}` gives the next hint; "
-            f"the chapter is chapters/{exercise.name}.md.")
+    what = say("tests_fail", failing=failing, total=len(stage.tests)) if failing else say("stage_has_problems")
+    return (ui.paint(say("not_passed_yet", mark=ui.FAIL, number=stage.number, title=_words(stage, exercise)[0],
+                         what=what), "red") +
+            not_judged + say("fix_first_fail", mark=ui.FAIL, again=again) +
+            say("stuck", id=exercise.id, chapter=shown(exercise.reader_chapter)))
 
 
 def _stages(numbers: list[int]) -> str:
@@ -152,4 +161,4 @@ def _stages(numbers: list[int]) -> str:
         else:
             runs.append([n])
     spans = [f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs]
-    return ("stage " if len(numbers) == 1 else "stages ") + ", ".join(spans)
+    return say("stage_one" if len(numbers) == 1 else "stage_many", spans=", ".join(spans))

@@ -11,6 +11,7 @@ from . import overview, report, workspace
 from ..core import build, judging
 from ..model.catalog import Catalog
 from ..model.errors import UsageError
+from ..model.words import say
 from ..model.progress import Progress
 from .. import ui
 
@@ -21,18 +22,18 @@ def test_command(args, catalog: Catalog) -> bool:
     if args.source:
         path = Path(args.source).expanduser().resolve()
         if not path.is_file():
-            raise UsageError(f"--source {args.source}: no such file")
+            raise UsageError(say("no_source", file=args.source))
         impl = build.Impl("source", path)
     else:
         impl = build.Impl("solutions" if args.solution else "exercises")
     stages = ()
     if args.stage is not None:
         if not 1 <= args.stage <= len(exercise.stages):
-            raise UsageError(f"exercise {exercise.id} has stages 1 to {len(exercise.stages)}, not {args.stage}")
+            raise UsageError(say("no_stage", id=exercise.id, count=len(exercise.stages), stage=args.stage))
         stages = (args.stage,)
     if not args.json:
-        print(ui.paint(f"Judging {judging.implementation_file(exercise, impl).name} for exercise "
-                       f"{exercise.id:02d}…", "dim"), flush=True)
+        print(ui.paint(say("judging", file=judging.implementation_file(exercise, impl).name, id=exercise.id), "dim"),
+              flush=True)
     if impl.kind == "exercises":
         progress = Progress()
         verdict = workspace.judge(catalog, exercise, compilers, progress, stages, args.seed)
@@ -44,14 +45,16 @@ def test_command(args, catalog: Catalog) -> bool:
     if args.json:
         print(json.dumps(verdict.to_json(), indent=2))
     else:
-        command = "python3 judge/judge.py test " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["test"] else ""
-        print(report.render(verdict, exercise, args.verbose, command.strip()))
+        given = sys.argv[1:]
+        verb = next((a for i, a in enumerate(given) if not a.startswith("-") and given[i - 1:i] != ["--lang"]), "")
+        command = "python3 judge/judge.py " + " ".join(given) if verb == "test" else ""
+        print(report.render(verdict, exercise, args.verbose, command))
     if args.junit:
         from . import junit
         try:
             junit.write(verdict, Path(args.junit))
         except OSError as err:
-            raise UsageError(f"--junit {args.junit}: cannot write it: {err.strerror or err}") from None
+            raise UsageError(say("junit_unwritable", file=args.junit, why=err.strerror or err)) from None
     return verdict.passed
 
 
@@ -64,7 +67,7 @@ def hint_command(args, catalog: Catalog) -> bool:
     exercise = catalog.resolve(args.exercise)
     progress = Progress()
     if not progress.is_fresh(exercise):  # the last verdict is about another version of the file
-        print(ui.paint(f"Judging {exercise.header} to find the first stage that fails…", "dim"), flush=True)
+        print(ui.paint(say("judging_for_hint", file=exercise.header), "dim"), flush=True)
         workspace.judge(catalog, exercise, build.compilers_for("clang"), progress)
     print(overview.take_next_hint(exercise, progress))
     progress.save()

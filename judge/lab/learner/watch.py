@@ -20,17 +20,15 @@ from ..core import build
 from . import workspace, overview, report
 from ..model.progress import Progress, Standing
 from .. import ui
-from ..model.catalog import Catalog, Exercise, shown
-
-KEYS = "h hint · l list · r run · q quit"
+from ..model.catalog import Catalog, Exercise, shown, translated
+from ..model.words import say
 
 
 def watch_command(args, catalog: Catalog) -> bool:
     compilers = build.compilers_for(args.compiler)
     start = catalog.resolve(args.exercise) if args.exercise else first_unpassed(catalog, Progress())
     if start is None:
-        print(ui.paint(f"{ui.OK} Every exercise passes.", "green") + " `python3 judge/judge.py list` shows them; "
-              "`python3 judge/judge.py watch N` watches exercise N again.")
+        print(ui.paint(say("every_exercise_passes", mark=ui.OK), "green") + say("watch_again"))
         return True
 
     def judge(exercise: Exercise, progress: Progress) -> bool:
@@ -131,8 +129,8 @@ class Watcher:
         summary = overview.summary(self.catalog, self.progress)
         self.line.live = self.keys.interactive
         # The keys come before the overview: on a narrow terminal the line's end is cut off.
-        self.line.draw(f"Watching {shown(path)} · {where} · {KEYS} · {summary}",
-                       plain=f"Watching {shown(path)} · {where} · {summary} · save the file to judge it again")
+        self.line.draw(say("watching", file=shown(path), where=where, keys=say("keys"), summary=summary),
+                       plain=say("watching_plain", file=shown(path), where=where, summary=summary))
 
     # -- the loop ----------------------------------------------------------------
     def run(self, exercise: Exercise) -> bool:
@@ -141,7 +139,7 @@ class Watcher:
             with self.keys:
                 return self._loop(exercise)
         except KeyboardInterrupt:
-            self.say("\nStopped watching. Your progress is saved; `python3 judge/judge.py list` shows it.")
+            self.say("\n" + say("stopped_watching"))
             return True
         finally:
             if previous is not None:
@@ -156,26 +154,26 @@ class Watcher:
             if passed:
                 following = first_unpassed(self.catalog, self.progress, after=exercise)
                 if following is None:
-                    self.say(ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes, and so does every other: the "
-                                      "kit is done. Well done!", "green"))
+                    self.say(ui.paint(say("kit_done", mark=ui.OK, id=exercise.id), "green"))
                     self.say(overview.render(self.catalog, self.progress))
                     return True
-                self.say(ui.paint(f"{ui.OK} Exercise {exercise.id:02d} passes.", "green") +
-                         f" On to exercise {following.id:02d}: {following.title} "
-                         f"({shown(self.file_of(following))}; chapters/{following.name}.md).")
+                words = translated(following)
+                self.say(ui.paint(say("on_to", mark=ui.OK, id=exercise.id), "green") +
+                         say("on_to_next", id=following.id, title=words.title, file=shown(self.file_of(following)),
+                             chapter=shown(words.reader_chapter)))
                 exercise = following
                 continue
             action = self._wait(exercise, judged)
             if action == "quit":
-                self.say("Stopped watching. Your progress is saved; `python3 judge/judge.py list` shows it.")
+                self.say(say("stopped_watching"))
                 return True
 
     def _judge(self, exercise: Exercise) -> bool:
-        self.say(ui.paint(f"── {time.strftime('%H:%M:%S')} · judging {shown(self.file_of(exercise))} "
-                          f"(exercise {exercise.id:02d}) ──", "dim"))
+        self.say(ui.paint(say("watch_judging", time=time.strftime('%H:%M:%S'), file=shown(self.file_of(exercise)),
+                              id=exercise.id), "dim"))
         passed = bool(self.judge(exercise, self.progress))
         self.progress.save()
-        self.say(f"Progress {overview.summary(self.catalog, self.progress)}")
+        self.say(say("progress", bar=overview.summary(self.catalog, self.progress)))
         return passed
 
     def _wait(self, exercise: Exercise, seen: tuple[int, int, int] | None) -> str:
@@ -196,7 +194,7 @@ class Watcher:
                 self.say(overview.render(self.catalog, self.progress))
                 self.status(exercise)
             elif key is not None and key.strip():
-                self.say(f"Keys: {KEYS}.")
+                self.say(say("watch_keys", keys=say("keys")))
                 self.status(exercise)
             now = signature(path)
             if now is not None and now != seen:

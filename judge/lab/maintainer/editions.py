@@ -4,22 +4,30 @@ shows. A Chinese page is written for its reader, sentence by sentence in its own
 reader cannot take in other words is the same in both: the headings' levels and anchors, the
 code, the inline code, the figures, the links out of the kit and the tables' shapes.
 
+The catalog's words (judge/catalog.zh.toml) and the quizzes (chapters/zh/NN-S.quiz.toml) have
+their Chinese editions too, held to the same: each exercise's words and each quiz name the English
+they follow by a SHA-256, every stage has the same hints (levels, tests, inline code) as the
+English, and every quiz the same questions with the same right answers.
+
 `check` runs this through the course linter: a page whose English changed since it was
 translated is named as stale, and a difference of skeleton is named with what differs."""
 from __future__ import annotations
 
 import hashlib
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model.catalog import ROOT, Catalog, shown
+from ..learner import quiz
+from ..model.catalog import FORMAT_VERSION, ROOT, ZH_CATALOG, Catalog, CatalogError, Exercise, shown, words_digest
 from .markdown import IMAGE, LINK, SCHEME, outside_code
 
 ZH = ROOT / "chapters" / "zh"
 README_ZH = ROOT / "README.zh.md"
 GLOSSARY = ROOT / "docs" / "glossary.md"
 FOLLOWS = re.compile(r"^<!-- follows (\S+) sha256:([0-9a-f]{64}) -->$")
+QUIZ_FOLLOWS = re.compile(r"^# follows (\S+) sha256:([0-9a-f]{64})$")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 _ANCHOR = re.compile(r"\{#([A-Za-z0-9_-]+)\}\s*$")
 # A code span may run over a line break, never over a blank line.
@@ -51,6 +59,10 @@ def problems(catalog: Catalog) -> list[str]:
             found.append(f"{shown(page.chinese)} is missing: {shown(page.english)} has no Chinese edition")
             continue
         found += [f"{shown(page.chinese)}: {p}" for p in page_problems(page)]
+    found += catalog_problems(catalog)
+    for ex in catalog.exercises:
+        if ex.quiz_file.is_file():   # a missing English quiz is the course's problem, reported there
+            found += quiz_problems(ex, ZH / ex.quiz_file.name)
     return found
 
 
@@ -153,4 +165,135 @@ def skeleton_problems(en: Skeleton, zh: Skeleton) -> list[str]:
                      + (f"; missing {missing}" if missing else ""))
     if en.tables != zh.tables:
         found.append(f"its tables differ in shape from the English's (rows, columns): {zh.tables} against {en.tables}")
+    return found
+
+
+# -- the catalog's words and the quizzes ----------------------------------------------------------
+
+def spans(text: str) -> list[str]:
+    """The inline code of a text, sorted: a translated sentence may move it, never change it."""
+    return sorted(re.sub(r"\s*\n\s*", " ", m.group(2)) for m in _CODE_SPAN.finditer(text))
+
+
+def catalog_problems(catalog: Catalog, path: Path = ZH_CATALOG) -> list[str]:
+    """How the Chinese catalog falls short of the English one, one line each, naming the file,
+    the exercise, the stage and the hint."""
+    name = shown(path)
+    if not path.is_file():
+        return [f"{name} is missing: the Chinese edition of the exercises' titles, summaries, goals and hints "
+                "(docs/authoring.md, \"The Chinese edition\", describes it)"]
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        return [f"{name} cannot be read: {err}"]
+    found = []
+    if data.get("format_version") != FORMAT_VERSION:
+        found.append(f"{name}: format_version must be {FORMAT_VERSION}, as in judge/catalog.toml")
+    tables = data.get("exercise", [])
+    tables = [t for t in tables if isinstance(t, dict)] if isinstance(tables, list) else []
+    by_id = {t.get("id"): t for t in tables}
+    known = {ex.id for ex in catalog.exercises}
+    for extra in sorted(i for i in by_id if i not in known):
+        found.append(f"{name}: [[exercise]] id = {extra!r} names no exercise of judge/catalog.toml: remove it")
+    for ex in catalog.exercises:
+        table = by_id.get(ex.id)
+        if table is None:
+            found.append(f"{name}: exercise {ex.id:02d} ({ex.slug}) has no [[exercise]] table: add one with "
+                         f"id = {ex.id}, follows = \"sha256:{words_digest(ex)}\" and its words in Chinese")
+            continue
+        found += [f"{name}: exercise {ex.id:02d} ({ex.slug}){p}" for p in exercise_problems(ex, table)]
+    return found
+
+
+def exercise_problems(ex: Exercise, table: dict) -> list[str]:
+    """What differs between an exercise's English words and their translation `table`, each
+    line starting with where it is (": ..." or ", stage 2 ...")."""
+    found = []
+    digest = words_digest(ex)
+    if table.get("follows") != f"sha256:{digest}":
+        found.append(f": stale: its English words in judge/catalog.toml (title, summary, stages' titles, goals "
+                     f"and hints) changed since they were translated, or follows is missing. Bring the changes "
+                     f"over, then write follows = \"sha256:{digest}\"")
+    for key in ("title", "summary"):
+        if getattr(ex, key) and not _filled(table.get(key)):
+            found.append(f": no {key} in Chinese: add {key} = \"...\"")
+    stages = table.get("stage", [])
+    stages = [s for s in stages if isinstance(s, dict)] if isinstance(stages, list) else []
+    suites = [s.get("suite") for s in stages]
+    if suites != [s.suite for s in ex.stages]:
+        return found + [f": its [[exercise.stage]] tables name the suites {suites}, where the English has "
+                        f"{[s.suite for s in ex.stages]}: one table per stage, in the same order"]
+    for stage, raw in zip(ex.stages, stages):
+        where = f", stage {stage.number} ({stage.suite})"
+        for key in ("title", "goal"):
+            if getattr(stage, key) and not _filled(raw.get(key)):
+                found.append(f"{where}: no {key} in Chinese: add {key} = \"...\"")
+        if _filled(raw.get("goal")) and spans(raw["goal"]) != spans(stage.goal):
+            found.append(f"{where}: its goal's inline code {spans(raw['goal'])} differs from the English's "
+                         f"{spans(stage.goal)}: identifiers and commands are the same in both editions")
+        hints = raw.get("hints", [])
+        if not isinstance(hints, list) or len(hints) != len(stage.hints):
+            count = len(hints) if isinstance(hints, list) else 0
+            found.append(f"{where}: {count} hint(s) where the English has {len(stage.hints)}: translate each "
+                         "English hint, in the same order, with the same level and tests")
+            continue
+        for number, (en, zh) in enumerate(zip(stage.hints, hints), start=1):
+            at = f"{where}, hint {number}"
+            if not isinstance(zh, dict):
+                found.append(f"{at}: a hint is a table {{ level = ..., text = \"...\" }}")
+                continue
+            if zh.get("level") != en.level:
+                found.append(f"{at}: level {zh.get('level')!r} where the English has {en.level!r}")
+            if tuple(zh.get("tests", ())) != en.tests:
+                found.append(f"{at}: tests {list(zh.get('tests', ()))} where the English has {list(en.tests)}")
+            if not _filled(zh.get("text")):
+                found.append(f"{at}: no text in Chinese")
+            elif spans(zh["text"]) != spans(en.text):
+                found.append(f"{at}: its inline code {spans(zh['text'])} differs from the English's "
+                             f"{spans(en.text)}: identifiers and code are the same in both editions")
+    return found
+
+
+def _filled(value) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def quiz_problems(ex: Exercise, chinese: Path, english: Path | None = None) -> list[str]:
+    """How a quiz's Chinese twin falls short of the English (the exercise's quiz unless told):
+    its first line names the English file and its SHA-256, and it asks the same questions (the
+    same number, choices and inline code) with the same right answers, so that a score is the
+    same score in either language."""
+    english = english or ex.quiz_file
+    name, source = shown(chinese), english.relative_to(ROOT).as_posix()
+    line = f"# follows {source} sha256:{digest(english)}"
+    if not chinese.is_file():
+        return [f"{name} is missing: {source} has no Chinese edition (its first line: {line})"]
+    first = chinese.read_text(encoding="utf-8").split("\n", 1)[0]
+    follows = QUIZ_FOLLOWS.match(first)
+    found = []
+    if not follows or follows.group(1) != source:
+        found.append(f"{name}: its first line must name the English quiz it follows: {line}")
+    elif follows.group(2) != digest(english):
+        found.append(f"{name}: stale: {source} changed since it was translated. Bring the changes over, then "
+                     f"make its first line {line}")
+    found += quiz.problems(ex, chinese)
+    try:
+        en, zh = quiz.load(ex, english), quiz.load(ex, chinese)
+    except CatalogError:
+        return found   # the English is the course's to report, the Chinese is reported above
+    if len(en) != len(zh):
+        return found + [f"{name}: {len(zh)} questions where the English has {len(en)}: translate each, in order"]
+    for number, (a, b) in enumerate(zip(en, zh), start=1):
+        at = f"{name}, question {number}"
+        if len(a.choices) != len(b.choices):
+            found.append(f"{at}: {len(b.choices)} choices where the English has {len(a.choices)}")
+        if (a.answer, a.tolerance) != (b.answer, b.tolerance):
+            found.append(f"{at}: answer = {quiz._number(b.answer)}"
+                         f"{f' (tolerance {quiz._number(b.tolerance)})' if b.tolerance else ''} where the English "
+                         f"has {quiz._number(a.answer)}{f' (tolerance {quiz._number(a.tolerance)})' if a.tolerance else ''}"
+                         ": the right answer is the same in both editions")
+        theirs = spans(" ".join((a.ask, *a.choices, a.explain)))
+        ours = spans(" ".join((b.ask, *b.choices, b.explain)))
+        if theirs != ours:
+            found.append(f"{at}: its inline code {ours} differs from the English's {theirs}")
     return found

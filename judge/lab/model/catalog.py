@@ -1,11 +1,14 @@
 """The catalog (judge/catalog.toml): which exercises exist, in which order, with which stages."""
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import words
 from .errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -16,6 +19,10 @@ COMPILERS = {"clang": "clang++", "gcc": "g++"}
 HINT_LEVELS = ("concept", "approach", "code")
 # Every chapter's level-2 parts, in order; the learner reads the last once every stage passes.
 CHAPTER_PARTS = ("The lesson", "The task", "After you pass")
+# The Chinese edition: the chapters and quizzes under the same names, and the catalog's words.
+ZH = ROOT / "chapters" / "zh"
+ZH_CATALOG = ROOT / "judge" / "catalog.zh.toml"
+ZH_CHAPTER_PARTS = ("讲解", "任务", "通过之后")
 
 # TEST(Suite, Name), TEST_F, TEST_P, TYPED_TEST, TYPED_TEST_P and the model stage's
 # ALLOCLAB_MODEL_TEST(Suite, Name, ...) as they open a test in a test file.
@@ -101,6 +108,7 @@ class Exercise:
     sanitizers: tuple[str, ...]
     stages: tuple[Stage, ...]
     bench_subject: str = ""
+    edition: str = "en"           # "zh": its words from the Chinese catalog (see translated)
 
     @property
     def name(self) -> str:
@@ -120,13 +128,27 @@ class Exercise:
         return ROOT / "chapters" / f"{self.name}.md"
 
     @property
+    def reader_chapter(self) -> Path:
+        """The chapter the learner is pointed to: the Chinese one in the Chinese edition, when it
+        is there."""
+        zh = ZH / self.chapter.name
+        return zh if self.edition == "zh" and zh.is_file() else self.chapter
+
+    @property
     def after_you_pass(self) -> str:
         """Where the part to read after the pass is, as `test` and `hint` point to it."""
-        return f'{shown(self.chapter)}, part "## {CHAPTER_PARTS[-1]}"'
+        chapter = self.reader_chapter
+        parts = CHAPTER_PARTS if chapter == self.chapter else ZH_CHAPTER_PARTS
+        return words.say("part", chapter=shown(chapter), part=parts[-1])
 
     @property
     def quiz_file(self) -> Path:
         return ROOT / "chapters" / f"{self.name}.quiz.toml"
+
+    @property
+    def reader_quiz(self) -> Path:
+        zh = ZH / self.quiz_file.name
+        return zh if self.edition == "zh" and zh.is_file() else self.quiz_file
 
     @property
     def tests_dir(self) -> Path:
@@ -164,7 +186,7 @@ class Catalog:
             if key in (str(ex.id), f"{ex.id:02d}", ex.slug, ex.name):
                 return ex
         known = ", ".join(f"{ex.id} ({ex.slug})" for ex in self.exercises)
-        raise CatalogError(f"no exercise is called '{name}'. The exercises are: {known}.")
+        raise CatalogError(words.say("no_exercise", name=name, known=known))
 
 
 def load(path: Path = CATALOG) -> Catalog:
@@ -261,3 +283,74 @@ def tests_in_source(exercise: Exercise) -> dict[str, list[str]]:
         for suite, name in _TEST_RE.findall(path.read_text(encoding="utf-8")):
             suites.setdefault(suite, []).append(name)
     return suites
+
+
+# -- the Chinese edition of the catalog's words ------------------------------------------------
+
+def english_words(exercise: Exercise) -> dict:
+    """What judge/catalog.zh.toml translates of an exercise: its title and summary, and each
+    stage's suite, title, goal and hints."""
+    return {"title": exercise.title, "summary": exercise.summary,
+            "stages": [{"suite": s.suite, "title": s.title, "goal": s.goal,
+                        "hints": [{"level": h.level, "text": h.text, "tests": list(h.tests)} for h in s.hints]}
+                       for s in exercise.stages]}
+
+
+def words_digest(exercise: Exercise) -> str:
+    """The SHA-256 of the exercise's English words as canonical JSON (sorted keys, no spaces,
+    UTF-8): a translation's `follows`, which changes with those words and nothing else."""
+    text = json.dumps(english_words(exercise), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def translations(path: Path = ZH_CATALOG) -> dict[int, dict]:
+    """The Chinese catalog's [[exercise]] tables by id; none when it is missing or unreadable
+    (the learner then reads English, and `check` says what is wrong with the file)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+    tables = data.get("exercise", []) if isinstance(data, dict) else []
+    return {t["id"]: t for t in tables if isinstance(t, dict) and isinstance(t.get("id"), int)} \
+        if isinstance(tables, list) else {}
+
+
+def translated(exercise: Exercise, table: dict | None = None, path: Path = ZH_CATALOG) -> Exercise:
+    """The exercise in the learner's language. In Chinese, each text the Chinese catalog gives
+    replaces the English one; a text it lacks, or a stage whose hints do not match the English
+    ones (in number, levels and tests), stays English."""
+    if words.language() != "zh" or exercise.edition == "zh":
+        return exercise
+    if table is None:
+        table = translations(path).get(exercise.id, {})
+    raw_stages = table.get("stage", [])
+    by_suite = {s.get("suite"): s for s in raw_stages if isinstance(s, dict)} if isinstance(raw_stages, list) else {}
+    stages = tuple(_translated_stage(s, by_suite.get(s.suite, {})) for s in exercise.stages)
+    return replace(exercise, title=_text(table, "title", exercise.title),
+                   summary=_text(table, "summary", exercise.summary), stages=stages, edition="zh")
+
+
+def translated_catalog(catalog: Catalog, path: Path = ZH_CATALOG) -> Catalog:
+    if words.language() != "zh":
+        return catalog
+    tables = translations(path)
+    return replace(catalog, exercises=tuple(translated(ex, tables.get(ex.id, {})) for ex in catalog.exercises))
+
+
+def _text(table: dict, key: str, english: str) -> str:
+    value = table.get(key)
+    return value.strip() if isinstance(value, str) and value.strip() else english
+
+
+def _translated_stage(stage: Stage, table: dict) -> Stage:
+    hints = stage.hints
+    raw = table.get("hints")
+    if isinstance(raw, list) and len(raw) == len(stage.hints):
+        try:
+            zh = tuple(_hint(h) for h in raw)
+        except ValueError:
+            zh = ()
+        if [(h.level, h.tests) for h in zh] == [(h.level, h.tests) for h in stage.hints]:
+            hints = zh
+    return replace(stage, title=_text(table, "title", stage.title), goal=_text(table, "goal", stage.goal),
+                   hints=hints)
