@@ -61,7 +61,7 @@ _TOKEN = re.compile(r"\s+|[\u2e80-\uffff]|[^\s\u2e80-\uffff]+")
 def wrap(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "") -> str:
     """textwrap.fill by terminal columns: Chinese has no spaces to break at and its characters
     are two columns wide, so a line breaks between any two of them (never before a closing
-    punctuation mark)."""
+    punctuation mark, nor after an opening one)."""
     if text.isascii():
         return textwrap.fill(text, width, initial_indent=initial_indent, subsequent_indent=subsequent_indent)
     lines, line, space = [], initial_indent, False
@@ -70,7 +70,8 @@ def wrap(text: str, width: int, initial_indent: str = "", subsequent_indent: str
             space = line.strip() != ""
             continue
         gap = " " if space else ""
-        if columns(line + gap + token) > width and line.strip() and token not in "，。、：；！？）」』":
+        if (columns(line + gap + token) > width and line.strip() and token not in "，。、：；！？）」』》】”’"
+                and not line.endswith(tuple("（「『《【“‘"))):
             lines.append(line)
             line, gap = subsequent_indent, ""
         line += gap + token

@@ -178,7 +178,7 @@ class Speaking(unittest.TestCase):
     def test_hint_speaks_chinese(self):
         said = self.run_judge("--lang", "zh", "hint", "1")
         self.assertIn("阶段 2（对齐）是第一个未通过的阶段；它第一个失败的测试是 ArenaAlignment.RoundsUp。", said)
-        self.assertIn("ArenaAlignment.RoundsUp 的提示 1/1（思路）： 对齐为 16 的块必须从哪里开始？", said,
+        self.assertIn("ArenaAlignment.RoundsUp 的提示 1/1（思路）：对齐为 16 的块必须从哪里开始？", said,
                       "the hint comes from the Chinese catalog, the same stage, test and level")
         english = self.run_judge("hint", "1")
         self.assertIn("Hint 1 of 1 for ArenaAlignment.RoundsUp (concept): Where must a block of alignment 16 start?",

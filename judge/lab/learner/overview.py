@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..model.progress import Progress, Standing
 from .. import ui
 from ..model.catalog import Catalog, Exercise, Hint, shown, translated, translated_catalog
-from ..model.words import WORDS, say
+from ..model.words import WORDS, say, then
 
 def passed_count(catalog: Catalog, progress: Progress) -> int:
     return sum(progress.standing(ex)[0] == Standing.PASSED for ex in catalog.exercises)
@@ -157,7 +157,7 @@ def _render(exercise: Exercise, lead: str, s: _Shown) -> str:
     if not s.new:
         lines.append(say("seen_all", total=s.total, of=s.of, also=s.also))
     heading = say("hint_heading", which=s.which, total=s.total, of=s.of, level=say(f"level_{s.hint.level}"))
-    text = _wrap(f"{heading} {s.hint.text}")
+    text = _wrap(then(heading, s.hint.text))
     lines.append(ui.paint(heading, "bold") + text[len(heading):])  # painted after wrapping: codes have no width
     if not s.new:
         lines.append(say("still_stuck", chapter=shown(exercise.reader_chapter), id=exercise.id))

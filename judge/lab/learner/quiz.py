@@ -18,7 +18,7 @@ from pathlib import Path
 from ..model.progress import Progress
 from .. import ui
 from ..model.catalog import Catalog, CatalogError, Exercise, shown, translated
-from ..model.words import say
+from ..model.words import say, then
 
 SIZE = (4, 6)   # fewest and most questions a chapter's quiz has
 _KEYS = {"ask", "choices", "answer", "explain", "tolerance"}
@@ -172,7 +172,7 @@ class Asker:
             indent: tuple[str, str] = ("", "")) -> None:
         """Prints `text` wrapped to the terminal, painted after the wrapping (colour codes have no
         width); `lead` starts the first line in a colour of its own."""
-        wrapped = ui.wrap(f"{lead} {text}" if lead else text, self.width, initial_indent=indent[0],
+        wrapped = ui.wrap(then(lead, text) if lead else text, self.width, initial_indent=indent[0],
                           subsequent_indent=indent[1]) if text or lead else ""
         if lead and wrapped.startswith(lead):
             wrapped = ui.paint(lead, lead_colour) + wrapped[len(lead):]

@@ -53,6 +53,12 @@ def judge_command() -> str:
     return command
 
 
+def then(lead: str, text: str) -> str:
+    """`lead` and `text` as one line: a space between them, but after Chinese punctuation,
+    which carries its own."""
+    return lead + ("" if lead.endswith(("。", "：", "，", "；", "！", "？")) else " ") + text
+
+
 def plural(count: int) -> str:
     return "" if count == 1 else "s"
 
