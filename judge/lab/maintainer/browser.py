@@ -363,10 +363,10 @@ def _anchors_in(path: Path) -> set[str]:
     return parser.found
 
 
-def check_site(root: Path, browser: Browser | None = None, screenshot: tuple[str, Path] | None = None,
+def check_site(root: Path, browser: Browser | None = None, screenshots: list[tuple[str, Path]] = (),
                page_seconds: float = 60.0) -> list[str]:
     """Loads every HTML page under root and returns what is broken, one line per problem, each
-    naming its page. `screenshot` = (page, png) also keeps a picture of that page."""
+    naming its page. Each of `screenshots`, (page, png), also keeps a picture of that page."""
     root = root.resolve()
     pages = sorted(p for p in root.rglob("*.html") if p.is_file())
     if not pages:
@@ -378,9 +378,9 @@ def check_site(root: Path, browser: Browser | None = None, screenshot: tuple[str
         loads: dict[Path, Load] = {}
         for page in pages:
             loads[page] = tab.load(page.as_uri(), seconds=page_seconds)
-        if screenshot:
-            tab.load((root / screenshot[0]).as_uri(), seconds=page_seconds)
-            tab.screenshot(screenshot[1])
+        for page, png in screenshots:
+            tab.load((root / page).as_uri(), seconds=page_seconds)
+            tab.screenshot(png)
         tab.close()
     finally:
         if own:
