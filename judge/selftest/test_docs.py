@@ -2,6 +2,7 @@
 text come out as Doxygen needs them, figures are sized images, and the reference solutions stay out."""
 import dataclasses
 import io
+import shutil
 import tempfile
 import unittest
 from pathlib import Path
@@ -282,6 +283,22 @@ class DoctorTest(unittest.TestCase):
         with mock.patch.object(doctor, "_compiles", return_value=True):  # no compiler runs
             packages = {package for _, package, _ in doctor.checks()}
         self.assertTrue({"doxygen", "doxygen-awesome-css", "chromium"} <= packages)
+
+    def test_the_chinese_font_is_found_by_its_file(self):
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(doctor, "_compiles", return_value=True):
+            for present in (True, False):
+                font = Path(tmp) / "NotoSansCJK-Regular.ttc"
+                if present:
+                    font.write_bytes(b"")
+                with mock.patch.object(doctor, "CJK_FONT", font):
+                    found = {package: ok for _, package, ok in doctor.checks()}
+                self.assertEqual(found.get("fonts-noto-cjk"), present,
+                                 "doctor names fonts-noto-cjk exactly when its font file is missing")
+                font.unlink(missing_ok=True)
+        self.assertIn("fonts-noto-cjk", doctor.packages(), "CI installs the font from .ci/packages.txt")
+        if shutil.which("dpkg-query"):
+            self.assertEqual(doctor.CJK_FONT.is_file(), not doctor.not_installed(["fonts-noto-cjk"]),
+                             "the file doctor looks for is the one the package installs")
 
     def test_what_is_missing_is_one_apt_get_line(self):
         fake = [("Doxygen", "doxygen", True), ("The docs' theme", "doxygen-awesome-css", False),
