@@ -183,6 +183,24 @@ class TimelineTest(unittest.TestCase):
         self.assertEqual(self.series(root), {})
 
 
+class SweepWordsTest(unittest.TestCase):
+    """The sweep's figure in Chinese is the same drawing as the English, in other words."""
+
+    POINTS = [dict(manager=m, kv_blocks=b, tokens_per_second=100.0 * b / 99 + i, mean_batch=b / 20 + i,
+                   trace="chat", model={"name": "default"}, block_tokens=16)
+              for i, m in enumerate(serve.COMPARED) for b in (99, 198)]
+
+    def test_the_chinese_sweep_draws_the_same_points_with_chinese_words(self):
+        en, zh = (ET.fromstring(serve.sweep_svg(self.POINTS, lang=lang)) for lang in ("en", "zh"))
+        circles = lambda root: [(c.get("cx"), c.get("cy")) for c in root.iter(SVG + "circle")]
+        self.assertEqual(circles(zh), circles(en), "the points are drawn where the English draws them")
+        text = " ".join(zh.itertext())
+        for words in ("每秒 token 数随 KV 预算的变化", "每秒生成的 token 数", "KV 预算，单位为 16 个 token 的块",
+                      "chat trace，default 模型，共 6 次运行"):
+            self.assertIn(words, text)
+        self.assertEqual(set(serve.SWEEP_WORDS["en"]), set(serve.SWEEP_WORDS["zh"]), "a word lacks its translation")
+
+
 class SourcesTest(unittest.TestCase):
     def setUp(self):
         self.catalog = cat.load()
@@ -459,6 +477,8 @@ class CommandTest(unittest.TestCase):
         base = RESULT["kv_blocks"]
         self.assertEqual(budgets, sorted({round(base * f) for f in serve.SWEEP_FACTORS}))
         svg = ET.parse(self.out / "sweep.svg").getroot()
+        self.assertIn("每秒生成的 token 数", " ".join(ET.parse(self.out / "zh" / "sweep.svg").getroot().itertext()),
+                      "the sweep's Chinese twin is drawn beside it")
         series = {e.get("data-series") for e in svg.iter(f"{SVG}polyline")}
         self.assertEqual(series, set(serve.COMPARED))
         self.assertIn("KV blocks", out)

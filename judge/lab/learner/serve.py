@@ -709,8 +709,24 @@ def sweep_table(points: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def sweep_svg(points: list[dict], title: str) -> str:
-    """Tokens/s and the mean batch of each manager against the KV budget, as a standalone SVG."""
+# The sweep's words, in English and in Chinese: the chapter's figure has a Chinese twin.
+SWEEP_WORDS = {
+    "en": {"title": "Tokens per second against the KV budget", "tokens": "generated tokens per second",
+           "batch": "sequences per step (mean batch)", "point": "{manager}, {blocks} blocks: {value:,.1f}",
+           "budget": "KV budget, in blocks of {} tokens",
+           "subtitle": "The {trace} trace, the {model} model, {runs} runs; the smallest budget is the least reserve "
+                       "can serve the trace with"},
+    "zh": {"title": "每秒 token 数随 KV 预算的变化", "tokens": "每秒生成的 token 数",
+           "batch": "每步的序列数（平均 batch）", "point": "{manager}，{blocks} 块：{value:,.1f}",
+           "budget": "KV 预算，单位为 {} 个 token 的块",
+           "subtitle": "{trace} trace，{model} 模型，共 {runs} 次运行；最小的预算是 reserve 能服务完这个 trace 的最少块数"},
+}
+
+
+def sweep_svg(points: list[dict], title: str | None = None, lang: str = "en") -> str:
+    """Tokens/s and the mean batch of each manager against the KV budget, as a standalone SVG,
+    its words in `lang`."""
+    w = SWEEP_WORDS[lang]
     budgets = sorted({p["kv_blocks"] for p in points})
     lo, hi = budgets[0], max(budgets[-1], budgets[0] + 1)
     left, right = 90, _W - 40
@@ -719,8 +735,7 @@ def sweep_svg(points: list[dict], title: str) -> str:
         return left + (right - left) * (b - lo) / (hi - lo)
 
     out: list[str] = []
-    panels = (("tokens_per_second", "generated tokens per second", 100, 260),
-              ("mean_batch", "sequences per step (mean batch)", 420, 160))
+    panels = (("tokens_per_second", w["tokens"], 100, 260), ("mean_batch", w["batch"], 420, 160))
     for key, name, top, height in panels:
         plot = figures.Plot(left, right, top, height, figures.nice(max([p[key] for p in points] + [1])))
         out += [figures.heading(left, top - 12, name), plot.grid(), plot.axis("")]
@@ -732,17 +747,16 @@ def sweep_svg(points: list[dict], title: str) -> str:
             line = " ".join(f"{x(b):.1f},{plot.y(v):.1f}" for b, v in mine)
             out.append(f'<polyline class="series" data-series="{manager}" points="{line}" fill="none" '
                        f'stroke="{colour}" stroke-width="2"><title>{manager}</title></polyline>')
-            out += [f'<circle cx="{x(b):.1f}" cy="{plot.y(v):.1f}" r="3.5" fill="{colour}"><title>{manager}, {b} '
-                    f'blocks: {v:,.1f}</title></circle>' for b, v in mine]
+            out += [f'<circle cx="{x(b):.1f}" cy="{plot.y(v):.1f}" r="3.5" fill="{colour}"><title>'
+                    f'{w["point"].format(manager=manager, blocks=b, value=v)}</title></circle>' for b, v in mine]
         out.append(plot.frame())
     out += [plot.x_ticks([(x(b), str(b)) for b in budgets]),
-            plot.x_name(f"KV budget, in blocks of {points[0]['block_tokens']} tokens")]
+            plot.x_name(w["budget"].format(points[0]['block_tokens']))]
     shown_legend, bottom = figures.legend([("line", figures.MANAGERS[m], m) for m in COMPARED], left,
                                           plot.top + plot.height + 54, right)
     first = points[0]
-    subtitle = (f"The {first['trace']} trace, the {first['model'].get('name', '?')} model, "
-                f"{len(points)} runs; the smallest budget is the least reserve can serve the trace with")
-    return figures.document(_W, bottom + 4, title, subtitle, out + [shown_legend])
+    subtitle = w["subtitle"].format(trace=first["trace"], model=first["model"].get("name", "?"), runs=len(points))
+    return figures.document(_W, bottom + 4, title or w["title"], subtitle, out + [shown_legend])
 
 
 def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: list[Source], out_dir: Path,
@@ -768,7 +782,9 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
                   file=talk, flush=True)
     picture = out_dir / "sweep.svg"
     try:
-        picture.write_text(sweep_svg(points, "Tokens per second against the KV budget"), encoding="utf-8")
+        picture.write_text(sweep_svg(points), encoding="utf-8")
+        (out_dir / "zh").mkdir(exist_ok=True)   # its Chinese twin, for the Chinese chapter
+        (out_dir / "zh" / "sweep.svg").write_text(sweep_svg(points, lang="zh"), encoding="utf-8")
     except OSError as err:
         raise UsageError(f"cannot write {shown(picture)}: {err.strerror or err}") from None
     if args.json:
