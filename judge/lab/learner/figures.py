@@ -169,14 +169,15 @@ def legend(entries: list[tuple[str, str, str] | None], left: float, top: float, 
     return "\n".join(out), top + 20 * (row + 1)
 
 
-def paragraph(phrases: list[str], left: float, top: float, right: float, leading: int = 16) -> tuple[str, float]:
-    """The phrases joined by commas into as many muted lines as fit between `left` and `right`;
+def paragraph(phrases: list[str], left: float, top: float, right: float, leading: int = 16,
+              separator: str = ", ") -> tuple[str, float]:
+    """The phrases joined by commas (`separator`) into as many muted lines as fit between `left` and `right`;
     the SVG and the y under it. A character of 12-pixel sans-serif is taken as 6.6 pixels, wider
     than its average, so that no line runs past the edge."""
     lines: list[str] = []
     for phrase in phrases:
-        if lines and left + width(lines[-1] + ", " + phrase, 6.6) <= right:
-            lines[-1] += ", " + phrase
+        if lines and left + width(lines[-1] + separator + phrase, 6.6) <= right:
+            lines[-1] += separator + phrase
         else:
             lines.append(phrase)
     return lines_of_text(lines, left, top, leading), top + leading * len(lines)

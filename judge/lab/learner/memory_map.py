@@ -164,8 +164,10 @@ def after_bench(exercise: Exercise, compiler: str) -> None:
     if not wanted(exercise):
         return
     print(f"\nMemory maps at the peak of reservation ({exercise.title.lower()}):")
-    for impl, who in ((build.Impl("exercises"), "yours"), (build.Impl("solutions"), "the reference")):
+    for impl, who, zh in ((build.Impl("exercises"), "yours", "你的"), (build.Impl("solutions"), "the reference", "参考答案")):
         binary = build.tree_dir(compiler, "release", impl) / f"bench_{exercise.name}"
         out = OUT / f"{exercise.name}{'' if who == 'yours' else '-reference'}.svg"
-        problem = draw(binary, f"Memory map at peak reservation: {who}", out)
+        # The Chinese twin beside it (zh/), as the Chinese chapter shows the reference's.
+        problem = draw(binary, f"Memory map at peak reservation: {who}", out,
+                       {"zh": (f"预留量峰值时的内存分布图：{zh}", OUT / "zh" / out.name)})
         print(f"  {who:<14} {problem or shown(out)}")
