@@ -253,8 +253,7 @@ def stage_side(side: Side, other: Side, src: Path, headers: list[Path]) -> list[
         staged.parent.mkdir(parents=True, exist_ok=True)
         staged.write_text(for_doxygen(text, page, set(side.pages), elsewhere), encoding="utf-8")
         inputs.append(staged)
-    if side.lang != "en":
-        _stage_figures(src / "figures", side.lang)
+    _stage_figures(src / "figures", side.lang)
     return inputs + headers
 
 
@@ -268,7 +267,9 @@ def _title_first(text: str) -> str:
 
 def _stage_figures(folder: Path, lang: str) -> None:
     """The figures a side's pages show: each figure's twin in the side's language where it has one,
-    under the English figure's name, which is the name the page's image has once Doxygen copied it."""
+    under the English figure's name, which is the name the page's image has once Doxygen copied it.
+    Doxygen finds an image by its name in every folder under IMAGE_PATH, so it is given these alone
+    (chapters/figures holds both languages' under one name)."""
     figures = ROOT / "chapters" / "figures"
     folder.mkdir(parents=True, exist_ok=True)
     for svg in figures.glob("*.svg"):
@@ -279,7 +280,7 @@ def _config(out: Path, inputs: list[Path], maintainer: bool, side: Side, work: P
     quoted = " \\\n    ".join(f'"{p}"' for p in inputs)
     header_dirs = " ".join(f'"{p.parent}"' for p in inputs if p.suffix == ".hpp")
     sources = "YES" if maintainer else "NO"
-    figures = work / "figures" if side.lang != "en" else ROOT / "chapters" / "figures"
+    figures = work / "figures"
     return (f'@INCLUDE = "{ROOT / "docs" / "Doxyfile"}"\n'
             f'OUTPUT_DIRECTORY = "{out}"\n'
             f'HTML_OUTPUT = "{Path("html") / side.folder}"\n'
