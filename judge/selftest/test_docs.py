@@ -237,6 +237,24 @@ class SwitchTest(unittest.TestCase):
                       "without it no page of the site gets its switch")
 
 
+class StagedFiguresTest(unittest.TestCase):
+    def test_each_side_gets_its_own_figures_under_the_english_names(self):
+        english, chinese = docs.sides(cat.load())
+        figures = cat.ROOT / "chapters" / "figures"
+        twin = next(figures.glob("zh/*.svg"), None)
+        if twin is None:
+            self.skipTest("no figure has a Chinese twin")
+        with tempfile.TemporaryDirectory() as tmp:
+            for side, other in ((english, chinese), (chinese, english)):
+                docs.stage_side(side, other, Path(tmp) / side.lang, [])
+                staged = Path(tmp) / side.lang / "figures"
+                self.assertEqual(sorted(p.name for p in staged.iterdir()), sorted(p.name for p in figures.glob("*.svg")),
+                                 "every figure, once, under its English name")
+                self.assertEqual((staged / twin.name).read_bytes(),
+                                 (twin if side.lang == "zh" else figures / twin.name).read_bytes(),
+                                 f"the {side.lang} side shows the figure in its own language")
+
+
 class FiguresTest(unittest.TestCase):
     def test_an_svg_becomes_an_image_as_wide_as_it_asks(self):
         with tempfile.TemporaryDirectory() as tmp:
