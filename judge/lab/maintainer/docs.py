@@ -495,9 +495,10 @@ def docs_command(args, catalog: Catalog) -> bool:
     ok, detail = build_docs(catalog, args.maintainer, args.out)
     if ok:
         out = (args.out or (MAINTAINER_OUT if args.maintainer else OUT)).resolve()
-        where = out / "html" / "index.html"
+        where, chinese = out / "html" / "index.html", out / "html" / "zh" / "index.html"
         print(f"The {'maintainer' if args.maintainer else 'learner'}'s site is in "
-              f"{where.relative_to(ROOT) if where.is_relative_to(ROOT) else where}")
+              f"{where.relative_to(ROOT) if where.is_relative_to(ROOT) else where} "
+              f"(in Chinese: {chinese.relative_to(ROOT) if chinese.is_relative_to(ROOT) else chinese})")
         return True
     if missing():
         raise UsageError(detail)
