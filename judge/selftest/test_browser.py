@@ -101,11 +101,22 @@ class BrowserCheckTest(unittest.TestCase):
         self.assertEqual(len(problems), 1, problems)
         self.assertIn("page.html: the script gone.js cannot be loaded", problems[0])
 
-    def test_a_screenshot_is_kept(self):
+    def test_a_screenshot_is_kept_of_each_page_asked(self):
         site = _site(Path(self.tmp.name) / "shot", GOOD)
-        png = Path(self.tmp.name) / "shot.png"
-        self.assertEqual(browser.check_site(site, self.browser, screenshot=("page.html", png)), [])
-        self.assertEqual(png.read_bytes()[:8], b"\x89PNG\r\n\x1a\n")
+        pngs = [Path(self.tmp.name) / "shot.png", Path(self.tmp.name) / "shot.other.png"]
+        self.assertEqual(browser.check_site(site, self.browser, screenshots=[("page.html", pngs[0]),
+                                                                            ("index.html", pngs[1])]), [])
+        for png in pngs:
+            self.assertEqual(png.read_bytes()[:8], b"\x89PNG\r\n\x1a\n", f"{png.name} is a picture")
+
+    def test_pages_loaded_side_by_side_each_report_their_own_problems(self):
+        pages = {f"p{i}.html": f'<html><body><a href="p{(i + 1) % 7}.html">next</a></body></html>' for i in range(7)}
+        pages["p4.html"] = pages["p4.html"].replace("</body>", '<img src="gone.svg" alt=""/></body>')
+        site = _site(Path(self.tmp.name) / "side-by-side", pages)
+        problems = browser.check_site(site, self.browser, tabs=3)
+        self.assertTrue(problems, "a broken image among pages loaded three at a time must be found")
+        self.assertEqual({p.split(":")[0] for p in problems}, {"p4.html"},
+                         f"only the page with the broken image is named: {problems}")
 
     def test_a_page_that_never_finishes_is_reported_in_bounded_time(self):
         site = _site(Path(self.tmp.name) / "hang", {

@@ -2,6 +2,7 @@
 text come out as Doxygen needs them, figures are sized images, and the reference solutions stay out."""
 import dataclasses
 import io
+import shutil
 import tempfile
 import unittest
 from pathlib import Path
@@ -101,6 +102,21 @@ class HelpSectionTest(unittest.TestCase):
         self.assertIn("<summary>Answer</summary><b>2, b</b>. The list is LIFO.</details>", page)
         self.assertIn("<summary>Answer</summary><b>2</b>. One per 8-byte granule, rounded up.</details>", page)
 
+    def test_a_chinese_chapter_gets_its_help_in_chinese_at_the_same_place(self):
+        chinese = CHAPTER.replace("## The task {#ch01-task}", "## 任务 {#ch01-task}").replace(
+            "## After you pass {#ch01-after}", "## 通过之后 {#ch01-after}")
+        page = docs.with_help(chinese, self.exercise, "zh")
+        task, hints, quiz, after = (page.index(s) for s in (
+            "## 任务", "### 分阶段提示 {#ch01-hints}", "### 自测 {#ch01-quiz}", "## 通过之后 {#ch01-after}"))
+        self.assertLess(task, hints, "the help is found by the headings' anchors, which both editions share")
+        self.assertLess(hints, quiz)
+        self.assertLess(quiz, after)
+        self.assertIn("<summary>提示 1/3：思路</summary>", page)
+        self.assertIn("<summary>答案</summary>", page)
+
+    def test_the_words_of_the_help_are_the_same_set_in_both_languages(self):
+        self.assertEqual(set(docs.WORDS["en"]), set(docs.WORDS["zh"]), "a word of the help lacks its translation")
+
     def test_a_chapter_without_the_three_parts_gets_its_help_at_the_end(self):
         page = docs.with_help("# Old {#ch01}\n\n## Running the judge\n\nText.", self.exercise)
         self.assertTrue(page.rstrip().endswith("The list is LIFO.</details>"))
@@ -116,8 +132,30 @@ class ForDoxygenTest(unittest.TestCase):
         self.assertEqual(self.convert("see [the guide](../docs/authoring.md)"), "see the guide (`docs/authoring.md`)")
         self.assertEqual(self.convert("[`solutions/01-arena/arena.hpp`](../solutions/01-arena/arena.hpp)"),
                          "`solutions/01-arena/arena.hpp`", "no link into the reference, only its path")
-        for kept in ("[web](https://example.org/a.md)", "![figure](figures/01-x.svg)", "[here](#ch01-task)"):
+        for kept in ("[web](https://example.org/a.md)", "[here](#ch01-task)"):
             self.assertEqual(self.convert(kept), kept)
+
+    def test_an_image_is_named_by_its_file_name_which_doxygen_finds_in_the_figures(self):
+        self.assertEqual(self.convert("![figure](figures/01-x.svg)"), "![figure](01-x.svg)")
+        self.assertEqual(docs.for_doxygen("![图](../figures/zh/01-x.svg)", "chapters/zh/01-arena.md", set()),
+                         "![图](01-x.svg)", "a path that climbs with ../ would be shown as it is")
+
+    def test_a_link_to_a_page_of_the_other_side_leads_there(self):
+        elsewhere = {"chapters/zh/02-fixed-pool.md": "zh/ch02.html", "README.zh.md": "zh/index.html"}
+        convert = lambda text: docs.for_doxygen(text, "chapters/01-arena.md", {"chapters/01-arena.md"}, elsewhere)
+        self.assertEqual(convert("[中文](zh/02-fixed-pool.md#ch02-task)"), "[中文](zh/ch02.html#ch02-task)")
+        self.assertEqual(convert("[中文](../README.zh.md)"), "[中文](zh/index.html)")
+
+    def test_chinese_code_and_emphasis_reach_the_page_as_html(self):
+        # Doxygen shows the backticks of `（`.ci/install`）` and the stars of `于*相同*的` as they are.
+        convert = lambda text: docs.for_doxygen(text, "chapters/zh/01-arena.md", set())
+        self.assertEqual(convert("（`.ci/install` 会安装）"),
+                         r"（\htmlonly<code>.ci/install</code>\endhtmlonly 会安装）")
+        self.assertEqual(convert("（`judge/tests/NN-*/model.hpp`）"),
+                         r"（\htmlonly<code>judge/tests/NN-&#42;/model.hpp</code>\endhtmlonly）",
+                         "a star inside would let Doxygen read */ as the end of a comment")
+        self.assertEqual(convert("位于*相同的地址*。"), "位于<em>相同的地址</em>。")
+        self.assertEqual(convert("a *b* c, 2*3*4 and `x`"), "a *b* c, 2*3*4 and `x`", "ASCII text is left to Doxygen")
 
     def test_bold_that_opens_on_code_becomes_html(self):
         self.assertEqual(self.convert("**`allocate(0)` returns null.** Then"), "<b>`allocate(0)` returns null.</b> Then")
@@ -158,6 +196,65 @@ class StageTest(unittest.TestCase):
         self.assertFalse([p for p in learner if p.name == "authoring.md"], "the authoring guide is the maintainers'")
 
 
+class SwitchTest(unittest.TestCase):
+    """Every page of each side links to the same page on the other side, or to its main page."""
+
+    def site(self, tmp: str) -> tuple[Path, tuple]:
+        html = Path(tmp)
+        (html / "zh").mkdir()
+        page = f"<html><body>{docs.SWITCH_MARK}<p>text</p></body></html>"
+        for name in ("index.html", "ch01.html", "classArena.html", "zh/index.html", "zh/ch01.html", "zh/glossary.html"):
+            (html / name).write_text(page, encoding="utf-8")
+        both = docs.sides(cat.load())
+        for side, other in (both, both[::-1]):
+            docs.add_switches(html, side, other)
+        return html, both
+
+    def test_each_page_leads_to_its_twin_and_back(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            html, both = self.site(tmp)
+            self.assertIn('<a id="edition-switch" href="zh/ch01.html" hreflang="zh" lang="zh">中文</a>',
+                          (html / "ch01.html").read_text())
+            self.assertIn('<a id="edition-switch" href="../ch01.html" hreflang="en" lang="en">English</a>',
+                          (html / "zh/ch01.html").read_text())
+            self.assertIn('href="zh/index.html"', (html / "classArena.html").read_text(),
+                          "a page without a twin leads to the other side's main page")
+            self.assertIn('href="../index.html"', (html / "zh/glossary.html").read_text())
+            self.assertEqual(docs.switch_problems(html, both), [])
+
+    def test_a_page_without_its_switch_or_with_a_wrong_one_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            html, both = self.site(tmp)
+            (html / "zh/index.html").write_text("<html><body>no switch</body></html>")
+            wrong = (html / "ch01.html").read_text().replace('href="zh/ch01.html"', 'href="zh/index.html"')
+            (html / "ch01.html").write_text(wrong)
+            self.assertEqual(docs.switch_problems(html, both), [
+                "ch01.html: its switch leads to zh/index.html, not to its twin zh/ch01.html",
+                "zh/index.html: no switch to the other language"])
+
+    def test_the_header_has_the_place_for_the_switch(self):
+        self.assertIn(docs.SWITCH_MARK, (cat.ROOT / "docs" / "header.html").read_text(encoding="utf-8"),
+                      "without it no page of the site gets its switch")
+
+
+class StagedFiguresTest(unittest.TestCase):
+    def test_each_side_gets_its_own_figures_under_the_english_names(self):
+        english, chinese = docs.sides(cat.load())
+        figures = cat.ROOT / "chapters" / "figures"
+        twin = next(figures.glob("zh/*.svg"), None)
+        if twin is None:
+            self.skipTest("no figure has a Chinese twin")
+        with tempfile.TemporaryDirectory() as tmp:
+            for side, other in ((english, chinese), (chinese, english)):
+                docs.stage_side(side, other, Path(tmp) / side.lang, [])
+                staged = Path(tmp) / side.lang / "figures"
+                self.assertEqual(sorted(p.name for p in staged.iterdir()), sorted(p.name for p in figures.glob("*.svg")),
+                                 "every figure, once, under its English name")
+                self.assertEqual((staged / twin.name).read_bytes(),
+                                 (twin if side.lang == "zh" else figures / twin.name).read_bytes(),
+                                 f"the {side.lang} side shows the figure in its own language")
+
+
 class FiguresTest(unittest.TestCase):
     def test_an_svg_becomes_an_image_as_wide_as_it_asks(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -188,6 +285,15 @@ class BuildTest(unittest.TestCase):
             for ex in catalog.exercises:
                 self.assertTrue((html / f"ch{ex.id:02d}.html").is_file(), f"chapter {ex.id} has its page")
             self.assertTrue((html / "doxygen-awesome.css").is_file(), "the theme is in the site")
+            for ex in catalog.exercises:
+                self.assertTrue((html / "zh" / f"ch{ex.id:02d}.html").is_file(),
+                                f"chapter {ex.id}'s Chinese edition has its page, named as the English one")
+            self.assertIn("术语表", (html / "zh" / "glossary.html").read_text(encoding="utf-8"))
+            self.assertIn("搜索", (html / "zh" / "index.html").read_text(encoding="utf-8"),
+                          "Doxygen's own words on the Chinese side are Chinese")
+            self.assertEqual(docs.switch_problems(html, docs.sides(catalog)), [])
+            self.assertFalse(list((html / "zh").glob("md_*.html")),
+                             "a Chinese page named by its path: its title was not its first line")
 
 
 class DoctorTest(unittest.TestCase):
@@ -195,6 +301,22 @@ class DoctorTest(unittest.TestCase):
         with mock.patch.object(doctor, "_compiles", return_value=True):  # no compiler runs
             packages = {package for _, package, _ in doctor.checks()}
         self.assertTrue({"doxygen", "doxygen-awesome-css", "chromium"} <= packages)
+
+    def test_the_chinese_font_is_found_by_its_file(self):
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(doctor, "_compiles", return_value=True):
+            for present in (True, False):
+                font = Path(tmp) / "NotoSansCJK-Regular.ttc"
+                if present:
+                    font.write_bytes(b"")
+                with mock.patch.object(doctor, "CJK_FONT", font):
+                    found = {package: ok for _, package, ok in doctor.checks()}
+                self.assertEqual(found.get("fonts-noto-cjk"), present,
+                                 "doctor names fonts-noto-cjk exactly when its font file is missing")
+                font.unlink(missing_ok=True)
+        self.assertIn("fonts-noto-cjk", doctor.packages(), "CI installs the font from .ci/packages.txt")
+        if shutil.which("dpkg-query"):
+            self.assertEqual(doctor.CJK_FONT.is_file(), not doctor.not_installed(["fonts-noto-cjk"]),
+                             "the file doctor looks for is the one the package installs")
 
     def test_what_is_missing_is_one_apt_get_line(self):
         fake = [("Doxygen", "doxygen", True), ("The docs' theme", "doxygen-awesome-css", False),

@@ -2,10 +2,12 @@
 whose skeleton differs (headings, anchors, code, inline code, figures, links out, tables) is named
 with what differs. The kit's own pages are proven by the course linter, which `check` runs."""
 import shutil
+import tempfile
 import tomllib
 import unittest
 from dataclasses import replace
 from pathlib import Path
+from unittest import mock
 
 from lab.maintainer import editions
 from lab.model import catalog as cat
@@ -198,6 +200,47 @@ class QuizEditionTest(unittest.TestCase):
         self.assertEqual(len(found), 1)
         self.assertIn("none.toml is missing", found[0])
         self.assertIn(self.line, found[0])
+class FigureTwinTest(unittest.TestCase):
+    """A Chinese page shows a figure's Chinese twin (chapters/figures/zh/, the same name) where it
+    has one, and the twin counts as the English figure when the skeletons are compared."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.root = Path(tmp.name)
+        for name in ("chapters/figures/a.svg", "chapters/figures/b.svg", "chapters/figures/zh/a.svg"):
+            (self.root / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.root / name).write_text("<svg/>")
+        (self.root / "chapters/zh").mkdir()
+        self.page = editions.Edition(self.root / "chapters/page.md", self.root / "chapters/zh/page.md")
+        self.page.english.write_text("# T\n\n![A](figures/a.svg)\n\n![B](figures/b.svg)\n", encoding="utf-8")
+        patch = mock.patch.object(editions, "ROOT", self.root)
+        patch.start()
+        self.addCleanup(patch.stop)
+
+    def chinese(self, *figures: str) -> list[str]:
+        images = "".join(f"\n![图](../figures/{f})\n" for f in figures)
+        sha = editions.digest(self.page.english)
+        self.page.chinese.write_text(f"<!-- follows chapters/page.md sha256:{sha} -->\n# 标题\n{images}", encoding="utf-8")
+        return editions.page_problems(self.page)
+
+    def test_a_twin_stands_for_its_english_figure(self):
+        self.assertEqual(self.chinese("zh/a.svg", "b.svg"), [], "b.svg has no twin: the English figure is shown")
+
+    def test_the_english_figure_shown_where_a_twin_exists_is_named(self):
+        self.assertEqual(self.chinese("a.svg", "b.svg"),
+                         ["it shows chapters/figures/a.svg, which has a Chinese twin: show chapters/figures/zh/a.svg"])
+
+    def test_a_missing_extra_or_misplaced_figure_is_still_named(self):
+        for figures in (("zh/a.svg",), ("zh/a.svg", "b.svg", "zh/a.svg"), ("b.svg", "zh/a.svg"), ("zh/b.svg", "b.svg")):
+            found = self.chinese(*figures)
+            self.assertEqual(len(found), 1, f"{figures}: {found}")
+            self.assertIn("its figures differ from the English's", found[0], figures)
+
+    def test_the_mapping_goes_both_ways(self):
+        self.assertEqual(editions.twin("chapters/figures/04-pools.svg"), "chapters/figures/zh/04-pools.svg")
+        self.assertEqual(editions.english("chapters/figures/zh/04-pools.svg"), "chapters/figures/04-pools.svg")
+        self.assertEqual(editions.english("chapters/figures/04-pools.svg"), "chapters/figures/04-pools.svg")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The memory map draws a snapshot to scale, as valid SVG, and refuses a broken snapshot."""
 import json
+import re
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
@@ -77,6 +78,25 @@ class MemoryMapTest(unittest.TestCase):
         self.assertIn("nothing was reserved", text)
         self.assertNotIn("to scale", text)
 
+    def test_the_chinese_map_is_the_same_drawing_in_other_words(self):
+        root = ET.fromstring(memory_map.svg(memory_map.parse(json.dumps(SNAPSHOT)), "t", "zh"))
+        self.assertEqual(blocks(root), blocks(self.root), "the blocks of one snapshot are drawn alike in both languages")
+        text = " ".join(root.itertext())
+        for words in ("小池", "大池", "已分配 3 MiB，已预留 22 MiB", "最大空闲块 18 MiB", "已分配的块"):
+            self.assertIn(words, text)
+        self.assertFalse([t for t in root.itertext() if "pool" in t or "allocated" in t], "an English word is left")
+        self.assertEqual({k: set(v) if isinstance(v, dict) else None for k, v in memory_map.WORDS["en"].items()},
+                         {k: set(v) if isinstance(v, dict) else None for k, v in memory_map.WORDS["zh"].items()},
+                         "a word of the map lacks its translation")
+
+    def test_a_legend_of_chinese_words_leaves_room_for_them(self):
+        from lab.learner import figures
+        self.assertEqual(figures.width("free", 6.8), 4 * 6.8)
+        self.assertEqual(figures.width("空闲块", 6.8), 3 * 12.0, "a Chinese character is as wide as the font is high")
+        drawn, _ = figures.legend([("rect", "#000", "已分配的块"), ("rect", "#fff", "空闲块，已缓存")], 20, 0, 980)
+        first, second = (float(x) for x in re.findall(r'<rect x="([\d.]+)"', drawn))
+        self.assertGreaterEqual(second - first, 20 + 5 * 12, "the second entry starts after the first one's words")
+
     def test_a_broken_snapshot_is_refused_with_a_reason(self):
         for text in ('{"error": "the allocator threw: boom"}', "[1, 2]", '{"stats": {}}', "not json",
                      '{"stats": {}, "segments": [{"size": 512, "blocks": [[0, 512]]}]}'):
@@ -98,6 +118,15 @@ class DrawTest(unittest.TestCase):
         problem, out = self.draw(f"print({json.dumps(json.dumps(SNAPSHOT))})")
         self.assertEqual(problem, "")
         self.assertIn("w workload", " ".join(ET.parse(out).getroot().itertext()))
+
+    def test_a_twin_in_chinese_is_drawn_from_the_same_snapshot(self):
+        folder = Path(self.enterContext(tempfile.TemporaryDirectory()))
+        binary = folder / "bench"
+        binary.write_text(f"#!/usr/bin/env python3\nprint({json.dumps(json.dumps(SNAPSHOT))})", encoding="utf-8")
+        binary.chmod(0o755)
+        self.assertEqual(memory_map.draw(binary, "t", folder / "map.svg", {"zh": ("图", folder / "zh" / "map.svg")}), "")
+        self.assertIn("w workload", " ".join(ET.parse(folder / "map.svg").getroot().itertext()))
+        self.assertIn("图，w 负载", " ".join(ET.parse(folder / "zh" / "map.svg").getroot().itertext()))
 
     def test_an_allocator_that_threw_is_its_error_and_a_crash_is_a_crash(self):
         problem, out = self.draw('print(\'{"error": "the allocator threw: boom"}\'); raise SystemExit(1)')

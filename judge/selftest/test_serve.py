@@ -150,6 +150,19 @@ class TimelineTest(unittest.TestCase):
     def series(self, root: ET.Element) -> dict[str, ET.Element]:
         return {e.get("data-series"): e for e in root.iter() if e.get("class") == "series"}
 
+    def test_the_chinese_timeline_is_the_same_drawing_in_other_words(self):
+        en, zh = ET.fromstring(serve.svg(RESULT, "t")), ET.fromstring(serve.svg(RESULT, "t", "zh"))
+        shapes = lambda root: [e.get("d") or e.get("points") for e in root.iter() if e.get("class") == "series"]
+        self.assertEqual(shapes(zh), shapes(en), "the series are drawn where the English draws them")
+        text = " ".join(zh.itertext())
+        for words in ("KV Cache（以块计）与 batch", "缓存分配器（激活值）", "运行中请求所用的 KV 块", "管理器："):
+            self.assertIn(words, text)
+        self.assertNotIn("requests", text, "an English phrase is left in the Chinese timeline")
+        en_words, zh_words = serve.TIMELINE_WORDS["en"], serve.TIMELINE_WORDS["zh"]
+        self.assertEqual(set(en_words), set(zh_words), "a word of the timeline lacks its translation")
+        for key in ("legend", "facts"):
+            self.assertEqual(len(en_words[key]), len(zh_words[key]), f"the {key} have as many phrases in both")
+
     def test_is_well_formed_on_a_white_background_with_every_series(self):
         root = self.draw(RESULT)
         self.assertEqual(root.tag, SVG + "svg")
@@ -181,6 +194,24 @@ class TimelineTest(unittest.TestCase):
     def test_an_empty_timeline_still_draws(self):
         root = self.draw(result(steps=0, timeline={k: [] for k in serve.TIMELINE}))
         self.assertEqual(self.series(root), {})
+
+
+class SweepWordsTest(unittest.TestCase):
+    """The sweep's figure in Chinese is the same drawing as the English, in other words."""
+
+    POINTS = [dict(manager=m, kv_blocks=b, tokens_per_second=100.0 * b / 99 + i, mean_batch=b / 20 + i,
+                   trace="chat", model={"name": "default"}, block_tokens=16)
+              for i, m in enumerate(serve.COMPARED) for b in (99, 198)]
+
+    def test_the_chinese_sweep_draws_the_same_points_with_chinese_words(self):
+        en, zh = (ET.fromstring(serve.sweep_svg(self.POINTS, lang=lang)) for lang in ("en", "zh"))
+        circles = lambda root: [(c.get("cx"), c.get("cy")) for c in root.iter(SVG + "circle")]
+        self.assertEqual(circles(zh), circles(en), "the points are drawn where the English draws them")
+        text = " ".join(zh.itertext())
+        for words in ("每秒 token 数随 KV 预算的变化", "每秒生成的 token 数", "KV 预算，单位为 16 个 token 的块",
+                      "chat trace，default 模型，共 6 次运行"):
+            self.assertIn(words, text)
+        self.assertEqual(set(serve.SWEEP_WORDS["en"]), set(serve.SWEEP_WORDS["zh"]), "a word lacks its translation")
 
 
 class SourcesTest(unittest.TestCase):
@@ -362,6 +393,8 @@ class CommandTest(unittest.TestCase):
         self.assertIn("tokens = plain engine's   yes", out)
         self.assertIn("timeline.svg", out)
         ET.parse(self.out / "timeline.svg")
+        self.assertIn("服务时间线", " ".join(ET.parse(self.out / "zh" / "timeline.svg").getroot().itertext()),
+                      "the timeline's Chinese twin is drawn beside it")
         self.assertIn("--trace tiny --manager prefix --model default --progress", self.log.read_text())
 
     def test_json_is_one_object_with_whose_headers(self):
@@ -385,7 +418,10 @@ class CommandTest(unittest.TestCase):
         self.assertNotIn("--no-plain", runs[0])
         self.assertTrue(all("--no-plain" in r for r in runs[1:]), "the plain engine runs once, with the first run")
         self.assertEqual(sorted(p.name for p in self.out.iterdir()),
-                         ["timeline-paged.svg", "timeline-prefix.svg", "timeline-reserve.svg"])
+                         ["timeline-paged.svg", "timeline-prefix.svg", "timeline-reserve.svg", "zh"])
+        self.assertEqual(sorted(p.name for p in (self.out / "zh").iterdir()),
+                         ["timeline-paged.svg", "timeline-prefix.svg", "timeline-reserve.svg"],
+                         "each timeline has its Chinese twin")
         ok, out, _ = self.serve("--compare")
         self.assertIn("paged ÷ reserve, tokens/s", out)
 
@@ -459,6 +495,8 @@ class CommandTest(unittest.TestCase):
         base = RESULT["kv_blocks"]
         self.assertEqual(budgets, sorted({round(base * f) for f in serve.SWEEP_FACTORS}))
         svg = ET.parse(self.out / "sweep.svg").getroot()
+        self.assertIn("每秒生成的 token 数", " ".join(ET.parse(self.out / "zh" / "sweep.svg").getroot().itertext()),
+                      "the sweep's Chinese twin is drawn beside it")
         series = {e.get("data-series") for e in svg.iter(f"{SVG}polyline")}
         self.assertEqual(series, set(serve.COMPARED))
         self.assertIn("KV blocks", out)

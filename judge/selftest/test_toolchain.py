@@ -26,7 +26,7 @@ class OneListOfPackages(unittest.TestCase):
 
     def test_the_list_holds_what_the_kit_uses(self):
         needed = {"clang", "g++", "lld", "cmake", "ninja-build", "libgtest-dev", "libbenchmark-dev", "doxygen",
-                  "doxygen-awesome-css", "chromium", "clang-19", "libclang-rt-19-dev", "gcc-12-locales"}
+                  "doxygen-awesome-css", "chromium", "fonts-noto-cjk", "clang-19", "libclang-rt-19-dev", "gcc-12-locales"}
         self.assertEqual(needed - set(doctor.packages()), set())
 
     def test_the_runtime_of_the_clang_in_use_is_named(self):

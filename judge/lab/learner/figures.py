@@ -143,6 +143,13 @@ def swatch(kind: str, x: float, y: float, colour: str) -> str:
     return f'<path d="M{x + 7},{y + 12} l-5,-10 h10 z" fill="{colour}"/>'
 
 
+def width(text: str, ascii_px: float) -> float:
+    """How wide a line of 12-pixel text is drawn, a character outside ASCII (Chinese) as wide as the
+    font is high, any other as `ascii_px` (each caller's own margin)."""
+    wide = sum(not c.isascii() for c in text)
+    return ascii_px * (len(text) - wide) + 12.0 * wide
+
+
 def legend(entries: list[tuple[str, str, str] | None], left: float, top: float, right: float) -> tuple[str, float]:
     """Entries (kind, colour, what) in rows from (left, top), a row broken where an entry would
     run past `right` or where an entry is None; the SVG and the y under the last row."""
@@ -152,24 +159,25 @@ def legend(entries: list[tuple[str, str, str] | None], left: float, top: float, 
             x, row = left, row + 1
             continue
         kind, colour, name = entry
-        width = 34 + 6.8 * len(name)
-        if x > left and x + width - 14 > right:
+        wide = 34 + width(name, 6.8)
+        if x > left and x + wide - 14 > right:
             x, row = left, row + 1
         y = top + 20 * row
         out.append(swatch(kind, x, y, colour)
                    + f'<text x="{x + 20}" y="{y + 11}" font-size="12" fill="{INK}">{escape(name)}</text>')
-        x += width
+        x += wide
     return "\n".join(out), top + 20 * (row + 1)
 
 
-def paragraph(phrases: list[str], left: float, top: float, right: float, leading: int = 16) -> tuple[str, float]:
-    """The phrases joined by commas into as many muted lines as fit between `left` and `right`;
+def paragraph(phrases: list[str], left: float, top: float, right: float, leading: int = 16,
+              separator: str = ", ") -> tuple[str, float]:
+    """The phrases joined by commas (`separator`) into as many muted lines as fit between `left` and `right`;
     the SVG and the y under it. A character of 12-pixel sans-serif is taken as 6.6 pixels, wider
     than its average, so that no line runs past the edge."""
     lines: list[str] = []
     for phrase in phrases:
-        if lines and left + 6.6 * len(lines[-1] + ", " + phrase) <= right:
-            lines[-1] += ", " + phrase
+        if lines and left + width(lines[-1] + separator + phrase, 6.6) <= right:
+            lines[-1] += separator + phrase
         else:
             lines.append(phrase)
     return lines_of_text(lines, left, top, leading), top + leading * len(lines)

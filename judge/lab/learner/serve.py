@@ -463,14 +463,14 @@ MISMATCH = ("Some request's tokens differ from the plain engine's. Both run the 
             "memory that leaked from one request into another.")
 
 
-def headline(result: dict) -> str:
+def headline(result: dict, lang: str = "en") -> str:
+    w = TIMELINE_WORDS[lang]
     model = result["model"]
-    name = model.get("name", "?")
     weights = model.get("weight_bytes")
-    size = f", {figures.mib(weights)} of weights" if _is_number(weights) else ""
-    return (f"The {result['trace']} trace, {result['manager']} manager: {_int(result['kv_blocks'])} KV blocks of "
-            f"{_int(result['block_tokens'])} tokens, the {name} model{size}, {_int(result['steps'])} steps in "
-            f"{result['seconds']:.1f} s")
+    return w["headline"].format(trace=result["trace"], manager=result["manager"], kv=_int(result["kv_blocks"]),
+                                tokens=_int(result["block_tokens"]), model=model.get("name", "?"),
+                                size=w["weights"].format(figures.mib(weights)) if _is_number(weights) else "",
+                                steps=_int(result["steps"]), seconds=result["seconds"])
 
 
 def summary(result: dict) -> str:
@@ -564,52 +564,92 @@ def compare_table(results: dict[str, dict]) -> str:
 
 # ---- the timeline ---------------------------------------------------------------------------
 
+# The timeline's words, in English and in Chinese: the chapter's figure has a Chinese twin.
+TIMELINE_WORDS = {
+    "en": {
+        "title": "Serving timeline: {manager} manager, {who}", "references": "the references",
+        "yours": "your headers for {}",
+        "headline": "The {trace} trace, {manager} manager: {kv} KV blocks of {tokens} tokens, the {model} model{size}, "
+                    "{steps} steps in {seconds:.1f} s",
+        "weights": ", {} of weights",
+        "kv": "The KV cache, in blocks, and the batch", "kv_axis": "KV blocks", "batch_axis": "requests in the step (batch)",
+        "running": "used by running requests", "cached": "cached, used by no request", "free": "free (idle in the pool)",
+        "batch": "batch", "preempted": "{count:g} preempted at step {steps}",
+        "allocator": "The caching allocator (activations)", "reserved": "reserved", "reserved_bytes": "reserved bytes",
+        "allocated_bytes": "allocated bytes", "step": "engine step", "averaged": " (each point the mean of about {} steps)",
+        "legend": ("KV blocks used by running requests", "cached, used by none", "free", "batch size (right axis)",
+                   "a request preempted (2 under it: two in that step)",
+                   "bytes the caching allocator reserved from the device", "bytes allocated from it"),
+        "facts": ("{requests} requests", "{generated} tokens generated", "{rate:,.1f} tokens/s", "mean batch {batch:.1f}",
+                  "peak running {peak}", "{preemptions} preemptions", "prefix hit rate {hits}",
+                  "KV utilization {utilization}", "{copies} copies", "{mallocs} device mallocs",
+                  "heap allocations per step {heap} (plain engine {plain})", "tokens equal to the plain engine's: {same}"),
+        "same": {True: "yes", False: "NO", None: "not compared (--no-plain)"}, "comma": ", ",
+    },
+    "zh": {
+        "title": "服务时间线：{manager} 管理器，{who}", "references": "参考答案", "yours": "你的头文件（{}）",
+        "headline": "{trace} trace，{manager} 管理器：{kv} 个 KV 块，每块 {tokens} 个 token，{model} 模型{size}，"
+                    "{steps} 步，用时 {seconds:.1f} s",
+        "weights": "，权重 {}",
+        "kv": "KV Cache（以块计）与 batch", "kv_axis": "KV 块", "batch_axis": "这一步中的请求数（batch）",
+        "running": "运行中请求所用", "cached": "已缓存，未被任何请求使用", "free": "空闲（池中的空置块）",
+        "batch": "batch", "preempted": "第 {steps} 步抢占了 {count:g} 个请求",
+        "allocator": "缓存分配器（激活值）", "reserved": "已预留", "reserved_bytes": "已预留的字节",
+        "allocated_bytes": "已分配的字节", "step": "引擎步", "averaged": "（每个点是约 {} 步的平均）",
+        "legend": ("运行中请求所用的 KV 块", "已缓存，无请求使用", "空闲", "batch 大小（右轴）",
+                   "有请求被抢占（其下的 2：该步抢占了两个）", "缓存分配器从设备预留的字节", "从中分配出去的字节"),
+        "facts": ("{requests} 个请求", "生成 {generated} 个 token", "{rate:,.1f} tokens/s", "平均 batch {batch:.1f}",
+                  "运行中请求峰值 {peak}", "抢占 {preemptions} 次", "前缀命中率 {hits}", "KV 利用率 {utilization}",
+                  "复制 {copies} 次", "设备 malloc {mallocs} 次", "每步堆分配 {heap} 次（朴素引擎 {plain}）",
+                  "token 与朴素引擎的一致：{same}"),
+        "same": {True: "是", False: "否", None: "未比较（--no-plain）"}, "comma": "，",
+    },
+}
+
 _W, _LEFT, _RIGHT = 1000, 80, 80
 _PLOT = _W - _LEFT - _RIGHT
 _BLOCKS_TOP, _BLOCKS_HEIGHT = 100, 270          # the KV cache's panel
 _BYTES_TOP, _BYTES_HEIGHT = 100 + 270 + 60, 150  # the caching allocator's, under it
 
 
-def svg(result: dict, title: str) -> str:
+def svg(result: dict, title: str, lang: str = "en") -> str:
     """The run's timeline as a standalone SVG document: per step, the KV blocks held by running
     requests, cached and free as a stacked area with the batch size over them and the preemptions
-    marked; below, the caching allocator's reserved and allocated bytes."""
+    marked; below, the caching allocator's reserved and allocated bytes. Its words are in `lang`."""
+    w = TIMELINE_WORDS[lang]
     t = result["timeline"]
     n = len(t["batch"])
     groups = figures.buckets(n, _PLOT)
     mean = {k: [sum(t[k][i] for i in g) / len(g) for g in groups] for k in TIMELINE}
     xs = [_LEFT + (_PLOT * (i + 0.5) / len(groups) if len(groups) > 1 else _PLOT / 2) for i in range(len(groups))]
     half = _PLOT / len(groups) / 2 if groups else 0
-    out = [figures.heading(_LEFT, _BLOCKS_TOP - 20, "The KV cache, in blocks, and the batch")]
-    out += _kv_panel(mean, result["kv_blocks"], xs, half)
-    out += _preemptions([sum(t["preempted"][i] for i in g) for g in groups], groups, xs)
-    drawn, bytes_panel = _allocator_panel(mean, xs, half)
-    out += drawn + _step_axis(bytes_panel, n, len(groups))
-    shown_legend, below = figures.legend(_LEGEND, _LEFT, _BYTES_TOP + _BYTES_HEIGHT + 58, _W - 20)
-    facts, height = figures.paragraph(_facts(result), 20, below + 8, _W - 20)
-    return figures.document(_W, height + 16, title, headline(result), out + [shown_legend, facts])
+    out = [figures.heading(_LEFT, _BLOCKS_TOP - 20, w["kv"])]
+    out += _kv_panel(mean, result["kv_blocks"], xs, half, w)
+    out += _preemptions([sum(t["preempted"][i] for i in g) for g in groups], groups, xs, w)
+    drawn, bytes_panel = _allocator_panel(mean, xs, half, w)
+    out += drawn + _step_axis(bytes_panel, n, len(groups), w)
+    legend = [(kind, colour, name) for (kind, colour), name in zip(_LEGEND, w["legend"])]
+    shown_legend, below = figures.legend(legend[:5] + [None] + legend[5:], _LEFT, _BYTES_TOP + _BYTES_HEIGHT + 58,
+                                         _W - 20)
+    facts, height = figures.paragraph(_facts(result, w), 20, below + 8, _W - 20, separator=w["comma"])
+    return figures.document(_W, height + 16, title, headline(result, lang), out + [shown_legend, facts])
 
 
-_LEGEND = [("rect", figures.RUNNING, "KV blocks used by running requests"),
-           ("rect", figures.CACHED, "cached, used by none"), ("rect", figures.FREE, "free"),
-           ("line", figures.BATCH, "batch size (right axis)"),
-           ("mark", figures.PREEMPTED, "a request preempted (2 under it: two in that step)"), None,
-           ("line", figures.RESERVED, "bytes the caching allocator reserved from the device"),
-           ("line", figures.ALLOCATED, "bytes allocated from it")]
+# The legend's swatches, in the order of its words; a row ends after the fifth.
+_LEGEND = [("rect", figures.RUNNING), ("rect", figures.CACHED), ("rect", figures.FREE), ("line", figures.BATCH),
+           ("mark", figures.PREEMPTED), ("line", figures.RESERVED), ("line", figures.ALLOCATED)]
 
 
-def _kv_panel(mean: dict[str, list[float]], kv_blocks: int, xs: list[float], half: float) -> list[str]:
+def _kv_panel(mean: dict[str, list[float]], kv_blocks: int, xs: list[float], half: float, w: dict) -> list[str]:
     """The blocks held by running requests, cached and free, stacked, and the batch over them.
     The blocks' scale ends at the budget (running + cached + free), marked, so the stack fills it."""
-    stacked = [("running_blocks", figures.RUNNING, "used by running requests"),
-               ("cached_blocks", figures.CACHED, "cached, used by no request"),
-               ("free_blocks", figures.FREE, "free (idle in the pool)")]
+    stacked = [("running_blocks", figures.RUNNING, w["running"]), ("cached_blocks", figures.CACHED, w["cached"]),
+               ("free_blocks", figures.FREE, w["free"])]
     most = max([sum(column) for column in zip(*(mean[k] for k, _, _ in stacked))] + [kv_blocks, 1])
     blocks = figures.Plot(_LEFT, _LEFT + _PLOT, _BLOCKS_TOP, _BLOCKS_HEIGHT,
                           [v for v in figures.nice(most) if v <= most * 0.93] + [most])
     batch = figures.Plot(_LEFT, _LEFT + _PLOT, _BLOCKS_TOP, _BLOCKS_HEIGHT, figures.nice(max(mean["batch"] + [1])))
-    out = [blocks.grid(), blocks.axis("KV blocks"),
-           batch.axis("requests in the step (batch)", "right", figures.BATCH, _W - 20)]
+    out = [blocks.grid(), blocks.axis(w["kv_axis"]), batch.axis(w["batch_axis"], "right", figures.BATCH, _W - 20)]
     lower = [0.0] * len(xs)
     for key, colour, name in stacked if xs else ():
         upper = [a + b for a, b in zip(lower, mean[key])]
@@ -617,12 +657,12 @@ def _kv_panel(mean: dict[str, list[float]], kv_blocks: int, xs: list[float], hal
                                 name))
         lower = upper
     if xs:
-        out.append(figures.steps([(x, batch.y(v)) for x, v in zip(xs, mean["batch"])], half, figures.BATCH, "batch",
-                                 1.2))
+        out.append(figures.steps([(x, batch.y(v)) for x, v in zip(xs, mean["batch"])], half, figures.BATCH,
+                                 w["batch"], 1.2))
     return out + [blocks.frame()]
 
 
-def _preemptions(counts: list[float], groups: list[range], xs: list[float]) -> list[str]:
+def _preemptions(counts: list[float], groups: list[range], xs: list[float], w: dict) -> list[str]:
     """A mark over the plot at each point with a preemption, and a line down through it.
     Several in one step (or one point) share a mark: under its tip, inside the plot, the count, on
     a white halo that hides the line (unless the last count is too close to leave it room)."""
@@ -632,8 +672,9 @@ def _preemptions(counts: list[float], groups: list[range], xs: list[float]) -> l
     for cx, count, g in zip(xs, counts, groups):
         if not count:
             continue
+        steps = f'{g[0]}{"-" + str(g[-1]) if len(g) > 1 else ""}'
         out.append(f'<path d="M{cx:.1f},{top - 2} l-4,-8 h8 z" fill="{colour}">'
-                   f'<title>{count:g} preempted at step {g[0]}{"-" + str(g[-1]) if len(g) > 1 else ""}</title></path>'
+                   f'<title>{w["preempted"].format(count=count, steps=steps)}</title></path>'
                    f'<line x1="{cx:.1f}" y1="{top}" x2="{cx:.1f}" y2="{top + _BLOCKS_HEIGHT}" stroke="{colour}" '
                    f'stroke-width="0.6" stroke-opacity="0.45"/>')
         label = f"{count:g}"
@@ -645,49 +686,51 @@ def _preemptions(counts: list[float], groups: list[range], xs: list[float]) -> l
     return out
 
 
-def _allocator_panel(mean: dict[str, list[float]], xs: list[float], half: float) -> tuple[list[str], figures.Plot]:
+def _allocator_panel(mean: dict[str, list[float]], xs: list[float], half: float,
+                     w: dict) -> tuple[list[str], figures.Plot]:
     """The caching allocator's reserved and allocated bytes, in MiB, and their plot (the step
     axis goes under it)."""
     reserved = [v / figures.MiB for v in mean["reserved_bytes"]]
     allocated = [v / figures.MiB for v in mean["allocated_bytes"]]
     plot = figures.Plot(_LEFT, _LEFT + _PLOT, _BYTES_TOP, _BYTES_HEIGHT, figures.nice(max(reserved + allocated + [1])))
-    drawn = [figures.heading(_LEFT, _BYTES_TOP - 10, "The caching allocator (activations)"), plot.grid(),
+    drawn = [figures.heading(_LEFT, _BYTES_TOP - 10, w["allocator"]), plot.grid(),
                   plot.axis("MiB")]
     if xs:
         drawn += [figures.band([(x, plot.y(v), plot.y(0)) for x, v in zip(xs, reserved)], half, figures.RESERVED,
-                                    "reserved", opacity=0.18),
+                                    w["reserved"], opacity=0.18),
                        figures.steps([(x, plot.y(v)) for x, v in zip(xs, reserved)], half, figures.RESERVED,
-                                     "reserved bytes", 1.6),
+                                     w["reserved_bytes"], 1.6),
                        figures.steps([(x, plot.y(v)) for x, v in zip(xs, allocated)], half, figures.ALLOCATED,
-                                     "allocated bytes", 1.6)]
+                                     w["allocated_bytes"], 1.6)]
     return drawn + [plot.frame()], plot
 
 
-def _step_axis(plot: figures.Plot, n: int, columns: int) -> list[str]:
+def _step_axis(plot: figures.Plot, n: int, columns: int, w: dict) -> list[str]:
     """The engine's steps under `plot`; with more steps than columns, how many a point averages."""
     ticks = [v for v in figures.nice(max(n - 1, 1), 8) if v <= max(n - 1, 0)] or [0]
-    averaged = (f" (each point the mean of about {n / columns:.{0 if n >= 10 * columns else 1}f} steps)"
-                if columns < n else "")
+    averaged = w["averaged"].format(f"{n / columns:.{0 if n >= 10 * columns else 1}f}") if columns < n else ""
     return [plot.x_ticks([(_LEFT + (_PLOT * (v + 0.5) / n if n > 1 else _PLOT / 2), figures.label(v)) for v in ticks]),
-            plot.x_name("engine step" + averaged)]
+            plot.x_name(w["step"] + averaged)]
 
 
-def _facts(result: dict) -> list[str]:
+def _facts(result: dict, w: dict) -> list[str]:
     """What the run measured, in phrases, under the timeline."""
-    return [f"{_int(result['requests'])} requests", f"{_int(result['generated_tokens'])} tokens generated",
-            f"{result['tokens_per_second']:,.1f} tokens/s", f"mean batch {result['mean_batch']:.1f}",
-            f"peak running {_int(result['peak_running'])}", f"{_int(result['preemptions'])} preemptions",
-            f"prefix hit rate {_percent(result['prefix_hit_rate'])}",
-            f"KV utilization {_percent(result['kv_utilization'])}", f"{_int(result['copies'])} copies",
-            f"{_int(result['device_mallocs'])} device mallocs",
-            f"heap allocations per step {_per_step(result['heap_allocations_per_step'])} (plain engine "
-            f"{_per_step(result['plain_heap_allocations_per_step'])})",
-            f"tokens equal to the plain engine's: {_matches(result['matches_plain_engine'])}"]
+    values = dict(requests=_int(result["requests"]), generated=_int(result["generated_tokens"]),
+                  rate=result["tokens_per_second"], batch=result["mean_batch"], peak=_int(result["peak_running"]),
+                  preemptions=_int(result["preemptions"]), hits=_percent(result["prefix_hit_rate"]),
+                  utilization=_percent(result["kv_utilization"]), copies=_int(result["copies"]),
+                  mallocs=_int(result["device_mallocs"]), heap=_per_step(result["heap_allocations_per_step"]),
+                  plain=_per_step(result["plain_heap_allocations_per_step"]),
+                  same=w["same"][result["matches_plain_engine"]])
+    return [phrase.format(**values) for phrase in w["facts"]]
 
 
-def draw(result: dict, out: Path, title: str) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(svg(result, title), encoding="utf-8")
+def draw(result: dict, out: Path, title: str, twins: dict[str, tuple[str, Path]] | None = None) -> None:
+    """Writes the timeline to `out`, and to each of `twins` ({language: (title, file)}) the same
+    timeline in that language."""
+    for lang, (named, path) in {"en": (title, out), **(twins or {})}.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(svg(result, named, lang), encoding="utf-8")
 
 
 # ---- the sweep ------------------------------------------------------------------------------
@@ -709,8 +752,24 @@ def sweep_table(points: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def sweep_svg(points: list[dict], title: str) -> str:
-    """Tokens/s and the mean batch of each manager against the KV budget, as a standalone SVG."""
+# The sweep's words, in English and in Chinese: the chapter's figure has a Chinese twin.
+SWEEP_WORDS = {
+    "en": {"title": "Tokens per second against the KV budget", "tokens": "generated tokens per second",
+           "batch": "sequences per step (mean batch)", "point": "{manager}, {blocks} blocks: {value:,.1f}",
+           "budget": "KV budget, in blocks of {} tokens",
+           "subtitle": "The {trace} trace, the {model} model, {runs} runs; the smallest budget is the least reserve "
+                       "can serve the trace with"},
+    "zh": {"title": "每秒 token 数随 KV 预算的变化", "tokens": "每秒生成的 token 数",
+           "batch": "每步的序列数（平均 batch）", "point": "{manager}，{blocks} 块：{value:,.1f}",
+           "budget": "KV 预算，单位为 {} 个 token 的块",
+           "subtitle": "{trace} trace，{model} 模型，共 {runs} 次运行；最小的预算是 reserve 能服务完这个 trace 的最少块数"},
+}
+
+
+def sweep_svg(points: list[dict], title: str | None = None, lang: str = "en") -> str:
+    """Tokens/s and the mean batch of each manager against the KV budget, as a standalone SVG,
+    its words in `lang`."""
+    w = SWEEP_WORDS[lang]
     budgets = sorted({p["kv_blocks"] for p in points})
     lo, hi = budgets[0], max(budgets[-1], budgets[0] + 1)
     left, right = 90, _W - 40
@@ -719,8 +778,7 @@ def sweep_svg(points: list[dict], title: str) -> str:
         return left + (right - left) * (b - lo) / (hi - lo)
 
     out: list[str] = []
-    panels = (("tokens_per_second", "generated tokens per second", 100, 260),
-              ("mean_batch", "sequences per step (mean batch)", 420, 160))
+    panels = (("tokens_per_second", w["tokens"], 100, 260), ("mean_batch", w["batch"], 420, 160))
     for key, name, top, height in panels:
         plot = figures.Plot(left, right, top, height, figures.nice(max([p[key] for p in points] + [1])))
         out += [figures.heading(left, top - 12, name), plot.grid(), plot.axis("")]
@@ -732,17 +790,16 @@ def sweep_svg(points: list[dict], title: str) -> str:
             line = " ".join(f"{x(b):.1f},{plot.y(v):.1f}" for b, v in mine)
             out.append(f'<polyline class="series" data-series="{manager}" points="{line}" fill="none" '
                        f'stroke="{colour}" stroke-width="2"><title>{manager}</title></polyline>')
-            out += [f'<circle cx="{x(b):.1f}" cy="{plot.y(v):.1f}" r="3.5" fill="{colour}"><title>{manager}, {b} '
-                    f'blocks: {v:,.1f}</title></circle>' for b, v in mine]
+            out += [f'<circle cx="{x(b):.1f}" cy="{plot.y(v):.1f}" r="3.5" fill="{colour}"><title>'
+                    f'{w["point"].format(manager=manager, blocks=b, value=v)}</title></circle>' for b, v in mine]
         out.append(plot.frame())
     out += [plot.x_ticks([(x(b), str(b)) for b in budgets]),
-            plot.x_name(f"KV budget, in blocks of {points[0]['block_tokens']} tokens")]
+            plot.x_name(w["budget"].format(points[0]['block_tokens']))]
     shown_legend, bottom = figures.legend([("line", figures.MANAGERS[m], m) for m in COMPARED], left,
                                           plot.top + plot.height + 54, right)
     first = points[0]
-    subtitle = (f"The {first['trace']} trace, the {first['model'].get('name', '?')} model, "
-                f"{len(points)} runs; the smallest budget is the least reserve can serve the trace with")
-    return figures.document(_W, bottom + 4, title, subtitle, out + [shown_legend])
+    subtitle = w["subtitle"].format(trace=first["trace"], model=first["model"].get("name", "?"), runs=len(points))
+    return figures.document(_W, bottom + 4, title or w["title"], subtitle, out + [shown_legend])
 
 
 def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: list[Source], out_dir: Path,
@@ -768,7 +825,9 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
                   file=talk, flush=True)
     picture = out_dir / "sweep.svg"
     try:
-        picture.write_text(sweep_svg(points, "Tokens per second against the KV budget"), encoding="utf-8")
+        picture.write_text(sweep_svg(points), encoding="utf-8")
+        (out_dir / "zh").mkdir(exist_ok=True)   # its Chinese twin, for the Chinese chapter
+        (out_dir / "zh" / "sweep.svg").write_text(sweep_svg(points, lang="zh"), encoding="utf-8")
     except OSError as err:
         raise UsageError(f"cannot write {shown(picture)}: {err.strerror or err}") from None
     if args.json:
@@ -918,11 +977,13 @@ def serve_command(args, catalog: Catalog) -> bool:
 
     pictures = []
     mine = [f"{s.exercise.id:02d}" for s in chosen if s.yours]
-    who = f"your headers for {', '.join(mine)}" if mine else "the references"
     for manager, result in results.items():
         picture = out_dir / (f"timeline-{manager}.svg" if args.compare else "timeline.svg")
+        title = {lang: w["title"].format(manager=manager, who=w["yours"].format(", ".join(mine)) if mine
+                                         else w["references"]) for lang, w in TIMELINE_WORDS.items()}
         try:
-            draw(result, picture, f"Serving timeline: {manager} manager, {who}")
+            # The Chinese twin beside it (zh/), for the Chinese chapter.
+            draw(result, picture, title["en"], {"zh": (title["zh"], out_dir / "zh" / picture.name)})
         except OSError as err:
             raise UsageError(f"cannot write the timeline {shown(picture)}: {err.strerror or err}") from None
         pictures.append(picture)

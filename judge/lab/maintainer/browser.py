@@ -26,7 +26,10 @@ from ..core import process
 NAMES = ("chromium", "chromium-browser", "google-chrome")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--disable-breakpad", "--disable-crash-reporter", "--hide-scrollbars", "--mute-audio", "--remote-debugging-pipe")
+         "--disable-dev-shm-usage", "--disable-breakpad", "--disable-crash-reporter", "--hide-scrollbars", "--mute-audio", "--remote-debugging-pipe",
+         # Tabs load side by side: none of them may be put to sleep for not being the one in front.
+         "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+         "--disable-backgrounding-occluded-windows")
 
 # Run in the page once it has loaded: what it links to, what it shows, which anchors it has.
 _INVENTORY = """(async () => {
@@ -173,10 +176,14 @@ class Browser:
             raise BrowserError(f"chromium exited{self._startup_log()}")
         self._buffer += chunk
         *messages, self._buffer = self._buffer.split(b"\0")
-        replies = []
+        replies, now = [], time.monotonic()
         for raw in messages:
             message = json.loads(raw)
-            (self._events if "method" in message else replies).append(message)
+            if "method" in message:
+                message["_at"] = now   # when it came: a page is quiet since its last event
+                self._events.append(message)
+            else:
+                replies.append(message)
         return replies
 
     def wait_until_quiet(self, session: str, seconds: float, settle: float) -> bool:
@@ -184,14 +191,11 @@ class Browser:
         seconds with no request in flight, or for a second whatever the requests (one served from
         the memory cache may never say it finished). False when `seconds` pass first."""
         deadline = time.monotonic() + seconds
-        seen, quiet_since = -1, time.monotonic()
         while True:
             events = self.events(session)
             now = time.monotonic()
-            if len(events) != seen:
-                seen, quiet_since = len(events), now
             loaded = any(e["method"] == "Page.loadEventFired" for e in events)
-            quiet = now - quiet_since
+            quiet = now - events[-1]["_at"] if events else 0.0
             if loaded and (quiet >= 1.0 or (quiet >= settle and not _pending(events))):
                 return True
             if now >= deadline:
@@ -235,13 +239,24 @@ class Tab:
     def load(self, url: str, seconds: float = 60.0, settle: float = 0.15) -> Load:
         """Opens url and waits for its load event and then for the network to be quiet for `settle`
         seconds; reports every failed request, script error and broken image on the way."""
-        browser = self.browser
-        browser.forget_events(self.session)
-        deadline = time.monotonic() + seconds
+        self.open(url, seconds)
+        return self.loaded(settle)
+
+    def open(self, url: str, seconds: float = 60.0) -> None:
+        """Starts loading url, and returns without waiting for it: loaded() waits. Tabs opened one
+        after another load side by side, which is most of what a page costs (it waits on its files
+        and scripts far longer than it computes)."""
+        self.browser.forget_events(self.session)
+        self._seconds = seconds
+        self._deadline = time.monotonic() + seconds
+        self._navigated = self.call("Page.navigate", {"url": url}, timeout=seconds)
+
+    def loaded(self, settle: float = 0.15) -> Load:
+        """What the page open() started showed, once it has loaded (or failed to)."""
+        browser, deadline, seconds = self.browser, self._deadline, self._seconds
         result = Load()
-        navigated = self.call("Page.navigate", {"url": url}, timeout=seconds)
-        if navigated.get("errorText"):
-            result.problems.append(f"cannot open the page: {navigated['errorText']}")
+        if self._navigated.get("errorText"):
+            result.problems.append(f"cannot open the page: {self._navigated['errorText']}")
             return result
 
         finished = browser.wait_until_quiet(self.session, deadline - time.monotonic(), settle)
@@ -269,6 +284,7 @@ class Tab:
         return result
 
     def screenshot(self, path: Path) -> None:
+        self.call("Page.bringToFront")  # only the tab in front is painted
         shot = self.call("Page.captureScreenshot", {"format": "png"})
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))
@@ -363,10 +379,11 @@ def _anchors_in(path: Path) -> set[str]:
     return parser.found
 
 
-def check_site(root: Path, browser: Browser | None = None, screenshot: tuple[str, Path] | None = None,
-               page_seconds: float = 60.0) -> list[str]:
-    """Loads every HTML page under root and returns what is broken, one line per problem, each
-    naming its page. `screenshot` = (page, png) also keeps a picture of that page."""
+def check_site(root: Path, browser: Browser | None = None, screenshots: list[tuple[str, Path]] = (),
+               page_seconds: float = 60.0, tabs: int = 4) -> list[str]:
+    """Loads every HTML page under root, `tabs` at a time, and returns what is broken, one line per
+    problem, each naming its page. Each of `screenshots`, (page, png), also keeps a picture of that
+    page."""
     root = root.resolve()
     pages = sorted(p for p in root.rglob("*.html") if p.is_file())
     if not pages:
@@ -374,14 +391,19 @@ def check_site(root: Path, browser: Browser | None = None, screenshot: tuple[str
     own = browser is None
     browser = browser or Browser()
     try:
-        tab = browser.tab()
+        tabs = [browser.tab() for _ in range(min(tabs, len(pages)))]
         loads: dict[Path, Load] = {}
-        for page in pages:
-            loads[page] = tab.load(page.as_uri(), seconds=page_seconds)
-        if screenshot:
-            tab.load((root / screenshot[0]).as_uri(), seconds=page_seconds)
-            tab.screenshot(screenshot[1])
-        tab.close()
+        for at in range(0, len(pages), len(tabs)):
+            batch = list(zip(tabs, pages[at:at + len(tabs)]))
+            for tab, page in batch:
+                tab.open(page.as_uri(), seconds=page_seconds)
+            for tab, page in batch:
+                loads[page] = tab.loaded()
+        for page, png in screenshots:
+            tabs[0].load((root / page).as_uri(), seconds=page_seconds)
+            tabs[0].screenshot(png)
+        for tab in tabs:
+            tab.close()
     finally:
         if own:
             browser.close()

@@ -107,8 +107,9 @@ def _docs(catalog: Catalog):
     start = time.monotonic()
     ok, detail = docs.build_docs(catalog)
     yield Item(ok, what, detail, time.monotonic() - start)
-    what = ("every page of it loads in chromium with no missing image, broken link or script error "
-            f"(a chapter as it looks: {docs.SCREENSHOT.relative_to(ROOT)})")
+    what = ("every page of it, in both languages, loads in chromium with no missing image, broken link, script "
+            "error or switch to the other language that misses its twin (a chapter as it looks: "
+            f"{docs.SCREENSHOT.relative_to(ROOT)}, {docs.SCREENSHOT_ZH.relative_to(ROOT)})")
     if not ok:
         yield Item(None, what, "there is no site to load")
     elif not browser.executable():

@@ -3,6 +3,12 @@ per chapter with its hints and its self-check folded in after the task, and the 
 contracts (the skeletons' doc comments). The reference solutions are not in it; the
 maintainer's site (`docs --maintainer`) documents them instead, with their sources.
 
+The site has two sides, one Doxygen run each: the English in html/, and the Chinese edition in
+html/zh/ (README.zh.md as its main page, the Chinese chapters, the glossary), whose Doxygen
+writes its own words (menus, search) in Chinese. The contracts are documented on the English side
+only: they are written in English. Every page carries a switch, top right, to the same page on the
+other side, or to its main page where the page has no twin there.
+
 The chapters are not given to Doxygen as they are: each is copied into the output folder with its
 hints and quiz added, its links to files that are not pages of the site turned into plain paths
 (the site never links into the repository), and the few constructs Doxygen 1.9 misreads (bold
@@ -14,10 +20,11 @@ import os
 import re
 import shutil
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import browser
-from .markdown import LINK, SCHEME, outside_code
+from .markdown import IMAGE, LINK, SCHEME, outside_code
 from ..core import process
 from ..core.build import BUILD_ROOT
 from ..learner import quiz
@@ -27,14 +34,20 @@ from ..model.errors import UsageError
 OUT = BUILD_ROOT / "docs"
 MAINTAINER_OUT = BUILD_ROOT / "docs-maintainer"
 THEME = Path("/usr/share/doxygen-awesome-css")
-# A picture of a chapter page as the browser check saw it, for people to look at.
+# A picture of a chapter page on each side as the browser check saw it, for people to look at.
 SCREENSHOT = OUT / "chapter.png"
-
-_LEVEL_NAMES = {"concept": "the idea", "approach": "the approach", "code": "the code"}
+SCREENSHOT_ZH = OUT / "chapter.zh.png"
+# header.html holds this mark where each page's switch to the other side goes.
+SWITCH_MARK = '<a id="edition-switch"></a>'
+_LABEL = re.compile(r"^#\s.*\{#([A-Za-z0-9_-]+)\}\s*$", re.M)
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _GLOBAL_NAME = re.compile(r"(?<![\w>)\]])::\w")
 _TEST_NAME = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*")
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
+# Emphasis with a character outside ASCII just outside a star, as Chinese writes it: Doxygen shows
+# those stars as they are.
+_WIDE_EMPHASIS = re.compile(r"(?:(?<=[^\x00-\x7f])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?!\*)"
+                            r"|(?<![*\\])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?=[^\x00-\x7f]))")
 _SOURCES = re.compile(r"generated from the following files?:\s*<ul>(.*?)</ul>", re.S)
 _SVG_OBJECT = re.compile(r'<object type="image/svg\+xml" data="([^"]+)"[^>]*></object>')
 
@@ -52,23 +65,62 @@ def available() -> bool:
     return not missing()
 
 
+@dataclass(frozen=True)
+class Side:
+    """One language of the site: its Markdown pages (the main page first), the folder under html/
+    it is written to, and the words of its own that Doxygen and the pages' help use."""
+    lang: str
+    folder: str           # "" for the English side, "zh" for the Chinese
+    doxygen_language: str
+    pages: tuple[str, ...]
+    chapters: tuple[tuple[str, Exercise], ...]   # (page, its exercise)
+    switch_label: str     # how the other side's switch names this side, in this side's language
+    brief: str = ""       # the project's brief in this language, where it is not docs/Doxyfile's
+
+
+def sides(catalog: Catalog, maintainer: bool = False) -> tuple[Side, Side]:
+    en = [ex.chapter.relative_to(ROOT).as_posix() for ex in catalog.exercises]
+    zh = [f"chapters/zh/{ex.chapter.name}" for ex in catalog.exercises]
+    english = ["README.md", *en, "docs/instructors.md"] + (["docs/authoring.md"] if maintainer else [])
+    return (Side("en", "", "English", tuple(english), tuple(zip(en, catalog.exercises)), "English"),
+            Side("zh", "zh", "Chinese", ("README.zh.md", *zh, "docs/glossary.md"),
+                 tuple(zip(zh, catalog.exercises)), "中文",
+                 "由你亲手构建、在 sanitizer 下接受评判的 LLM 推理引擎内存分配器"))
+
+
+def page_file(page: str, side: Side) -> str:
+    """The HTML file Doxygen writes a page to: index.html for the main page, else its title's label."""
+    if page == side.pages[0]:
+        return "index.html"
+    label = _LABEL.search((ROOT / page).read_text(encoding="utf-8"))
+    return f"{label.group(1)}.html" if label else ""
+
+
 def build_docs(catalog: Catalog, maintainer: bool = False, out: Path | None = None) -> tuple[bool, str]:
-    """Builds the site into out/html; any Doxygen warning is a failure. Returns (ok, what went wrong)."""
+    """Builds the site into out/html, each side in turn; any Doxygen warning is a failure.
+    Returns (ok, what went wrong)."""
     if missing():
         return False, missing()
     out = (out or (MAINTAINER_OUT if maintainer else OUT)).resolve()
-    try:
-        inputs = stage(catalog, out / "src", maintainer)
-    except (CatalogError, OSError) as err:
-        return False, f"cannot prepare the pages: {err}"
     shutil.rmtree(out / "html", ignore_errors=True)  # a page of an earlier build must not linger
-    config = out / "Doxyfile"
-    config.write_text(_config(out, inputs, maintainer), encoding="utf-8")
-    result = process.run(["doxygen", str(config)], cwd=ROOT, timeout=300, keep_bytes=100_000)
-    warnings = result.stderr.text().strip()
-    if result.returncode != 0 or warnings:
-        return False, warnings or result.stdout.text()[-2000:] or f"doxygen exited with {result.returncode}"
-    _figures_as_images(out / "html")
+    both = sides(catalog, maintainer)
+    for side, other in (both, both[::-1]):
+        headers = [ex.solution_file if maintainer else ex.exercise_file for ex in catalog.exercises] \
+            if side.lang == "en" else []
+        work = out / ("src" if side.lang == "en" else f"src-{side.lang}")
+        try:
+            inputs = stage_side(side, other, work, headers)
+        except (CatalogError, OSError) as err:
+            return False, f"cannot prepare the pages: {err}"
+        config = out / ("Doxyfile" if side.lang == "en" else f"Doxyfile.{side.lang}")
+        config.write_text(_config(out, inputs, maintainer, side, work), encoding="utf-8")
+        result = process.run(["doxygen", str(config)], cwd=ROOT, timeout=300, keep_bytes=100_000)
+        warnings = result.stderr.text().strip()
+        if result.returncode != 0 or warnings:
+            return False, warnings or result.stdout.text()[-2000:] or f"doxygen exited with {result.returncode}"
+        _figures_as_images(out / "html" / side.folder)
+    for side, other in (both, both[::-1]):
+        add_switches(out / "html", side, other)
     leaked = sorted(s for s in documented_sources(out / "html") if s.startswith("solutions/"))
     if leaked and not maintainer:
         return False, f"the learner's site documents the reference solutions: {', '.join(leaked)}"
@@ -76,15 +128,68 @@ def build_docs(catalog: Catalog, maintainer: bool = False, out: Path | None = No
 
 
 def check_in_browser(catalog: Catalog, out: Path = OUT) -> tuple[bool, str]:
-    """Loads every page of a built site in headless chromium; keeps a screenshot of the first chapter."""
+    """Loads every page of a built site in headless chromium; keeps a screenshot of the first
+    chapter on each side."""
     if not browser.executable():
         return False, "chromium is not installed: sudo apt-get install chromium"
     chapter = f"ch{catalog.exercises[0].id:02d}.html" if catalog.exercises else "index.html"
+    shots = [(chapter, out / SCREENSHOT.name), (f"zh/{chapter}", out / SCREENSHOT_ZH.name)]
+    problems = switch_problems(out / "html", sides(catalog))
     try:
-        problems = browser.check_site(out / "html", screenshot=(chapter, out / SCREENSHOT.name))
+        problems += browser.check_site(out / "html", screenshots=shots)
     except browser.BrowserError as err:
         return False, f"the browser check could not run: {err}"
     return not problems, "\n".join(problems)
+
+
+# ---- the switch between the sides --------------------------------------------------------------
+
+def _pages_of(site: Path, side: Side) -> list[Path]:
+    """The side's pages built from the header (its search results are not: they have no switch)."""
+    return sorted((site / side.folder).glob("*.html"))
+
+
+def _relative(site: Path, frm: Side, to: Side, name: str) -> str:
+    return os.path.relpath(site / to.folder / name, site / frm.folder).replace(os.sep, "/")
+
+
+def add_switches(site: Path, side: Side, other: Side) -> None:
+    """Puts in each page of `side` its link to the same page of `other` (the same file name: both
+    runs name a page by its label), or to other's main page where it has no such page."""
+    there = {p.name for p in _pages_of(site, other)}
+    for page in _pages_of(site, side):
+        text = page.read_text(encoding="utf-8")
+        if SWITCH_MARK not in text:
+            continue
+        target = _relative(site, side, other, page.name if page.name in there else "index.html")
+        link = (f'<a id="edition-switch" href="{target}" hreflang="{other.lang}" lang="{other.lang}">'
+                f'{other.switch_label}</a>')
+        page.write_text(text.replace(SWITCH_MARK, link, 1), encoding="utf-8")
+
+
+_SWITCH = re.compile(r'<a id="edition-switch" href="([^"]*)"')
+
+
+def switch_problems(site: Path, both: tuple[Side, Side]) -> list[str]:
+    """Every page of each side has a switch to the other side, to its twin when it has one, and the
+    twin's switch leads back."""
+    problems = []
+    for side, other in (both, both[::-1]):
+        for page in _pages_of(site, side):
+            name = page.relative_to(site).as_posix()
+            found = _SWITCH.search(page.read_text(encoding="utf-8", errors="replace"))
+            if not found:
+                problems.append(f"{name}: no switch to the other language")
+                continue
+            target = (page.parent / found.group(1)).resolve()
+            twin = site / other.folder / page.name
+            if twin.is_file() and target != twin.resolve():
+                problems.append(f"{name}: its switch leads to {found.group(1)}, not to its twin "
+                                f"{twin.relative_to(site).as_posix()}")
+            elif not twin.is_file() and target != (site / other.folder / "index.html").resolve():
+                problems.append(f"{name}: it has no twin, and its switch leads to {found.group(1)}, "
+                                "not to the other side's main page")
+    return problems
 
 
 def _figures_as_images(site: Path) -> None:
@@ -123,38 +228,67 @@ def documented_sources(site: Path) -> set[str]:
 # ---- the pages ---------------------------------------------------------------------------------
 
 def stage(catalog: Catalog, src: Path, maintainer: bool) -> list[Path]:
-    """Writes the site's Markdown pages into src and returns every input Doxygen reads, in the order
-    the site lists them: the README, the chapters, the instructors' guide (and the maintainers'),
-    then the headers."""
+    """The English side's inputs (see stage_side), staged into src."""
+    english, chinese = sides(catalog, maintainer)
+    headers = [ex.solution_file if maintainer else ex.exercise_file for ex in catalog.exercises]
+    return stage_side(english, chinese, src, headers)
+
+
+def stage_side(side: Side, other: Side, src: Path, headers: list[Path]) -> list[Path]:
+    """Writes a side's Markdown pages into src and returns every input Doxygen reads, in the order
+    the site lists them (its main page first), then the headers. A link to a page of the other
+    side becomes a link to that page there."""
     shutil.rmtree(src, ignore_errors=True)
-    pages = ["README.md"] + [ex.chapter.relative_to(ROOT).as_posix() for ex in catalog.exercises]
-    pages.append("docs/instructors.md")
-    if maintainer:
-        pages.append("docs/authoring.md")
-    chapters = {ex.chapter.relative_to(ROOT).as_posix(): ex for ex in catalog.exercises}
+    chapters = dict(side.chapters)
+    elsewhere = {page: _relative(Path("/"), side, other, name) for page in other.pages
+                 if (name := page_file(page, other))}
     inputs = []
-    for page in pages:
-        text = (ROOT / page).read_text(encoding="utf-8")
+    for page in side.pages:
+        # A page's title must be its first line for Doxygen to name the page by its label: the
+        # Chinese pages open on the line that names the English text they follow.
+        text = _title_first(re.sub(r"\A<!--.*?-->\s*", "", (ROOT / page).read_text(encoding="utf-8"), flags=re.S))
         if page in chapters:
-            text = with_help(text, chapters[page])
+            text = with_help(text, chapters[page], side.lang)
         staged = src / page
         staged.parent.mkdir(parents=True, exist_ok=True)
-        staged.write_text(for_doxygen(text, page, set(pages)), encoding="utf-8")
+        staged.write_text(for_doxygen(text, page, set(side.pages), elsewhere), encoding="utf-8")
         inputs.append(staged)
-    headers = [ex.solution_file if maintainer else ex.exercise_file for ex in catalog.exercises]
+    _stage_figures(src / "figures", side.lang)
     return inputs + headers
 
 
-def _config(out: Path, inputs: list[Path], maintainer: bool) -> str:
+def _title_first(text: str) -> str:
+    """The page with its title on its first line, where a README puts a link to its twin above it."""
+    title = re.search(r"^# .*\n?", text, re.M)
+    if not title or title.start() == 0:
+        return text
+    return title.group(0).rstrip("\n") + "\n\n" + (text[:title.start()] + text[title.end():]).lstrip("\n")
+
+
+def _stage_figures(folder: Path, lang: str) -> None:
+    """The figures a side's pages show: each figure's twin in the side's language where it has one,
+    under the English figure's name, which is the name the page's image has once Doxygen copied it.
+    Doxygen finds an image by its name in every folder under IMAGE_PATH, so it is given these alone
+    (chapters/figures holds both languages' under one name)."""
+    figures = ROOT / "chapters" / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    for svg in figures.glob("*.svg"):
+        shutil.copyfile(figures / lang / svg.name if (figures / lang / svg.name).is_file() else svg, folder / svg.name)
+
+
+def _config(out: Path, inputs: list[Path], maintainer: bool, side: Side, work: Path) -> str:
     quoted = " \\\n    ".join(f'"{p}"' for p in inputs)
     header_dirs = " ".join(f'"{p.parent}"' for p in inputs if p.suffix == ".hpp")
     sources = "YES" if maintainer else "NO"
-    figures = ROOT / "chapters" / "figures"
+    figures = work / "figures"
     return (f'@INCLUDE = "{ROOT / "docs" / "Doxyfile"}"\n'
             f'OUTPUT_DIRECTORY = "{out}"\n'
+            f'HTML_OUTPUT = "{Path("html") / side.folder}"\n'
+            f'OUTPUT_LANGUAGE = {side.doxygen_language}\n'
+            + (f'PROJECT_BRIEF = "{side.brief}"\n' if side.brief else "") +
             f'INPUT = {quoted}\n'
             f'USE_MDFILE_AS_MAINPAGE = "{inputs[0]}"\n'
-            f'STRIP_FROM_PATH = "{out / "src"}" "{ROOT}"\n'
+            f'STRIP_FROM_PATH = "{work}" "{ROOT}"\n'
             f'STRIP_FROM_INC_PATH = {header_dirs}\n'
             f'SOURCE_BROWSER = {sources}\n'
             f'VERBATIM_HEADERS = {sources}\n' +
@@ -167,12 +301,14 @@ def _outside_code(text: str, change) -> str:
     return "".join(change(line) if prose else line for line, prose in zip(lines, outside_code(lines)))
 
 
-def for_doxygen(text: str, page: str, site: set[str]) -> str:
+def for_doxygen(text: str, page: str, site: set[str], elsewhere: dict[str, str] | None = None) -> str:
     """A page's Markdown as Doxygen 1.9 needs it to render what the code host renders.
 
     A link to another page of the site stays (with an anchor, it becomes a reference to that
-    anchor's label); a link to any other file of the kit becomes its path in plain text, since the
-    site holds no such file; web links and images are left alone. Bold text becomes <b>, because
+    anchor's label); a link to a page of the other side (`elsewhere`: its path in the kit, and
+    its file from this side's folder) leads there; a link to any other file of the kit becomes its path in plain text, since the
+    site holds no such file; web links are left alone, and an image is named by its file name alone,
+    which Doxygen finds in the side's figures (it shows a path that climbs with `../` as it is). Bold text becomes <b>, because
     Doxygen shows the stars of a `**` that opens on a code span. A heading's code spans become
     plain text, because Doxygen shows the tags of code in a heading as text."""
     def line(text: str) -> str:
@@ -195,70 +331,116 @@ def for_doxygen(text: str, page: str, site: set[str]) -> str:
             rel = os.path.normpath(os.path.join(os.path.dirname(page), path)).replace(os.sep, "/")
             if rel in site:
                 return f"[{label}](@ref {anchor})" if anchor else m.group(0)
+            if rel in (elsewhere or {}):
+                return f"[{label}]({elsewhere[rel]}{'#' + anchor if anchor else ''})"
             if (ROOT / rel).exists():
                 return f"`{rel}`" if label.strip("`") == rel else f"{label} (`{rel}`)"
             return m.group(0)  # a link to nothing: the browser check names it
 
-        converted = LINK.sub(link, _BOLD.sub(r"<b>\1</b>", _global_names(_CODE_SPAN.sub(hide, text))))
-        return re.sub(r"\0(\d+)\0", lambda m: _code(_CODE_SPAN.fullmatch(spans[int(m.group(1))])), converted)
+        def image(m: re.Match) -> str:
+            target = m.group(1)
+            if SCHEME.match(target):
+                return m.group(0)
+            return m.group(0).replace(f"]({target})", f"]({target.rsplit('/', 1)[-1]})")
+
+        converted = IMAGE.sub(image, LINK.sub(link, _emphasis(_BOLD.sub(r"<b>\1</b>", _global_names(_CODE_SPAN.sub(hide, text))))))
+
+        def code(m: re.Match) -> str:
+            wide = m.start() > 0 and not converted[m.start() - 1].isascii()
+            return _code(_CODE_SPAN.fullmatch(spans[int(m.group(1))]), wide)
+
+        return re.sub(r"\0(\d+)\0", code, converted)
 
     return _outside_code(text, line)
 
 
-def with_help(text: str, exercise: Exercise) -> str:
+def with_help(text: str, exercise: Exercise, lang: str = "en") -> str:
     """The chapter with its hints and its quiz added at the end of "The task", before "After you pass"
-    (at the end of a chapter that has neither heading)."""
+    (at the end of a chapter that has neither heading). Both editions keep the English headings'
+    anchors, which is how the places are found in a Chinese page."""
     lines = text.splitlines(keepends=True)
+    label = f"ch{exercise.id:02d}"
     headings = [(i, line[3:].strip()) for i, (line, prose) in enumerate(zip(lines, outside_code(lines)))
                 if prose and line.startswith("## ")]
     at = len(lines)
-    after = [i for i, title in headings if title.startswith("After you pass")]
-    task = [i for i, title in headings if title.startswith("The task")]
+    after = [i for i, title in headings if title.startswith("After you pass") or f"{{#{label}-after}}" in title]
+    task = [i for i, title in headings if title.startswith("The task") or f"{{#{label}-task}}" in title]
     if after:
         at = after[0]
     elif task:
         at = next((i for i, _ in headings if i > task[0]), len(lines))
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
-    return "".join(lines[:at]) + help_section(exercise) + "\n" + "".join(lines[at:])
+    return "".join(lines[:at]) + help_section(exercise, lang) + "\n" + "".join(lines[at:])
 
 
-def help_section(exercise: Exercise) -> str:
+# The help's own words on each side. The hints and questions themselves come from the catalog and
+# the quiz files, in English.
+WORDS = {
+    "en": {
+        "hints": "Hints, stage by stage",
+        "hints_intro": "`python3 judge/judge.py hint {id}` gives the next hint for the first test that fails: "
+                       "that test's own hints when it has some, then its stage's. "
+                       "Every hint is here too, folded so that none is read by accident: each stage's first hint "
+                       "names the idea, the second the approach, only the last the code. Open one at a time.",
+        "stage": "<b>Stage {n}, {title}.</b>", "goal": " Passing it means: {goal}.",
+        "hint": "Hint {i} of {n}: {level}", "for_test": "<i>For the test {test}:</i>",
+        "test_hint": "{test}, hint {i} of {n}: {level}",
+        "levels": {"concept": "the idea", "approach": "the approach", "code": "the code"},
+        "quiz": "Check yourself",
+        "quiz_intro": "`python3 judge/judge.py quiz {id}` asks these in the terminal and keeps your "
+                      "score. Answer before you unfold.",
+        "question": "**Question {n}.**", "answer": "Answer",
+    },
+    "zh": {
+        "hints": "分阶段提示",
+        "hints_intro": "`python3 judge/judge.py hint {id}` 给出第一个失败的测试的下一条提示：该测试有自己的提示时先给"
+                       "它自己的，然后给它所在阶段的。所有提示也都列在这里，折叠起来，以免无意中读到：每个阶段的第一条"
+                       "提示点出思路，第二条给出做法，只有最后一条给出代码。请一次只打开一条。",
+        "stage": "<b>第 {n} 阶段，{title}。</b>", "goal": "通过它意味着：{goal}。",
+        "hint": "提示 {i}/{n}：{level}", "for_test": "<i>测试 {test} 的提示：</i>",
+        "test_hint": "{test}，提示 {i}/{n}：{level}",
+        "levels": {"concept": "思路", "approach": "做法", "code": "代码"},
+        "quiz": "自测",
+        "quiz_intro": "`python3 judge/judge.py quiz {id}` 在终端里逐题提问并记下你的得分。先作答，再展开答案。",
+        "question": "**第 {n} 题。**", "answer": "答案",
+    },
+}
+
+
+def help_section(exercise: Exercise, lang: str = "en") -> str:
     """The hints, stage by stage and level by level, and the self-check, every answer folded."""
+    w = WORDS[lang]
     label = f"ch{exercise.id:02d}"
-    out = [f"### Hints, stage by stage {{#{label}-hints}}\n",
-           f"`python3 judge/judge.py hint {exercise.id}` gives the next hint for the first test that fails: "
-           "that test's own hints when it has some, then its stage's. "
-           "Every hint is here too, folded so that none is read by accident: each stage's first hint names "
-           "the idea, the second the approach, only the last the code. Open one at a time.\n"]
+    out = [f"### {w['hints']} {{#{label}-hints}}\n", w["hints_intro"].format(id=exercise.id) + "\n"]
     for st in exercise.stages:
-        goal = f" Passing it means: {_text(st.goal)}." if st.goal else ""
-        out.append(f"<b>Stage {st.number}, {_text(st.title)}.</b>{goal}\n")
+        goal = w["goal"].format(goal=_text(st.goal)) if st.goal else ""
+        out.append(w["stage"].format(n=st.number, title=_text(st.title)) + goal + "\n")
         for i, hint in enumerate(st.stage_hints, start=1):
-            level = _LEVEL_NAMES.get(hint.level, hint.level)
-            out.append(f"<details><summary>Hint {i} of {len(st.stage_hints)}: {level}</summary>"
+            level = w["levels"].get(hint.level, hint.level)
+            out.append(f"<details><summary>{w['hint'].format(i=i, n=len(st.stage_hints), level=level)}</summary>"
                        f"{_text(hint.text)}</details>\n")
         for test in st.hinted_tests:
             own = st.hints_for(test)
-            out.append(f"<i>For the test {st.suite}.{_text(test)}:</i>\n")
+            name = f"{st.suite}.{_text(test)}"
+            out.append(w["for_test"].format(test=name) + "\n")
             for i, hint in enumerate(own, start=1):
-                level = _LEVEL_NAMES.get(hint.level, hint.level)
-                out.append(f"<details><summary>{st.suite}.{_text(test)}, hint {i} of {len(own)}: {level}</summary>"
-                           f"{_text(hint.text)}</details>\n")
+                level = w["levels"].get(hint.level, hint.level)
+                out.append(f"<details><summary>{w['test_hint'].format(test=name, i=i, n=len(own), level=level)}"
+                           f"</summary>{_text(hint.text)}</details>\n")
     questions = quiz.load(exercise) if exercise.quiz_file.is_file() else []
     if questions:
-        out.append(f"### Check yourself {{#{label}-quiz}}\n")
-        out.append(f"`python3 judge/judge.py quiz {exercise.id}` asks these in the terminal and keeps your "
-                   "score. Answer before you unfold.\n")
+        out.append(f"### {w['quiz']} {{#{label}-quiz}}\n")
+        out.append(w["quiz_intro"].format(id=exercise.id) + "\n")
         for n, q in enumerate(questions, start=1):
-            out.append(f"**Question {n}.** {_text(q.ask)}\n")
+            out.append(f"{w['question'].format(n=n)} {_text(q.ask)}\n")
             if q.choices:
                 out.append("".join(f"{i}. {_text(c)}\n" for i, c in enumerate(q.choices, start=1)))
                 right = int(q.answer)
                 answer = f"{right}, {_text(q.choices[right - 1])}" if 0 < right <= len(q.choices) else str(right)
             else:
                 answer = _number(q.answer) + (f" (± {_number(q.tolerance)})" if q.tolerance else "")
-            out.append(f"<details><summary>Answer</summary><b>{answer}</b>. {_text(q.explain)}</details>\n")
+            out.append(f"<details><summary>{w['answer']}</summary><b>{answer}</b>. {_text(q.explain)}</details>\n")
     return "\n".join(out)
 
 
@@ -278,18 +460,26 @@ def _text(text: str) -> str:
     return "".join(parts)
 
 
-def _code(span: re.Match) -> str:
+def _code(span: re.Match, after_wide: bool = False) -> str:
     """A code span as Doxygen shows it faithfully. Doxygen reads a `::` that opens a name, even in
     code, as a request to link to that name, drops the `::` and warns: such a span goes to the page
     as HTML instead. So does a test's name (`Suite.Test`), with a place to break the line after the
-    dot, so that a table column of test names can be narrow without breaking a name mid-word."""
+    dot, so that a table column of test names can be narrow without breaking a name mid-word. So
+    does a span right after a character outside ASCII, as Chinese puts one after its punctuation:
+    Doxygen does not always see a span open there (it shows `（`.ci/install`` as text and warns)."""
     code = span.group(2).strip()
+    if after_wide:  # a star as an entity: Doxygen ends an \htmlonly block at a "*/"
+        return f"\\htmlonly<code>{html.escape(code, quote=False).replace('*', '&#42;')}</code>\\endhtmlonly"
     if _TEST_NAME.fullmatch(code):
         suite, test = code.split(".")
         return f"\\htmlonly<code>{suite}.<wbr/>{test}</code>\\endhtmlonly"
     if _GLOBAL_NAME.search(code):
         return f"\\htmlonly<code>{html.escape(code, quote=False)}</code>\\endhtmlonly"
     return span.group(0)
+
+
+def _emphasis(text: str) -> str:
+    return _WIDE_EMPHASIS.sub(lambda m: f"<em>{m.group(1) or m.group(2)}</em>", text)
 
 
 def _escape(text: str) -> str:
@@ -305,9 +495,10 @@ def docs_command(args, catalog: Catalog) -> bool:
     ok, detail = build_docs(catalog, args.maintainer, args.out)
     if ok:
         out = (args.out or (MAINTAINER_OUT if args.maintainer else OUT)).resolve()
-        where = out / "html" / "index.html"
+        where, chinese = out / "html" / "index.html", out / "html" / "zh" / "index.html"
         print(f"The {'maintainer' if args.maintainer else 'learner'}'s site is in "
-              f"{where.relative_to(ROOT) if where.is_relative_to(ROOT) else where}")
+              f"{where.relative_to(ROOT) if where.is_relative_to(ROOT) else where} "
+              f"(in Chinese: {chinese.relative_to(ROOT) if chinese.is_relative_to(ROOT) else chinese})")
         return True
     if missing():
         raise UsageError(detail)

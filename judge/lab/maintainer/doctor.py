@@ -14,6 +14,9 @@ from ..model.catalog import ROOT
 from ..model.errors import UsageError
 
 PACKAGES = ROOT / ".ci" / "packages.txt"
+# The font the Chinese side of the docs is drawn with: without a font that has Chinese glyphs,
+# chromium shows each character of it as a box, and the screenshot `check` keeps shows boxes.
+CJK_FONT = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
 
 
 def packages() -> list[str]:
@@ -78,6 +81,7 @@ def checks() -> list[tuple[str, str, bool]]:
         ("Doxygen (for the docs)", "doxygen", shutil.which("doxygen") is not None),
         ("The docs' theme", "doxygen-awesome-css", (docs.THEME / "doxygen-awesome.css").is_file()),
         ("Chromium (loads every page of the docs in check)", "chromium", browser.executable() is not None),
+        ("A font with Chinese glyphs (the docs' Chinese pages)", "fonts-noto-cjk", CJK_FONT.is_file()),
     ]
 
 

@@ -2,7 +2,8 @@
 follows by its SHA-256, and must keep the English page's skeleton, so that a change to either
 shows. A Chinese page is written for its reader, sentence by sentence in its own words, but what a
 reader cannot take in other words is the same in both: the headings' levels and anchors, the
-code, the inline code, the figures, the links out of the kit and the tables' shapes.
+code, the inline code, the figures (a figure's Chinese twin, under chapters/figures/zh/, stands
+for it), the links out of the kit and the tables' shapes.
 
 The catalog's words (judge/catalog.zh.toml) and the quizzes (chapters/zh/NN-S.quiz.toml) have
 their Chinese editions too, held to the same: each exercise's words and each quiz name the English
@@ -25,6 +26,9 @@ from .markdown import IMAGE, LINK, SCHEME, outside_code
 
 ZH = ROOT / "chapters" / "zh"
 README_ZH = ROOT / "README.zh.md"
+# A figure that carries words has its Chinese twin here, under the English figure's name.
+FIGURES = "chapters/figures/"
+FIGURES_ZH = "chapters/figures/zh/"
 GLOSSARY = ROOT / "docs" / "glossary.md"
 FOLLOWS = re.compile(r"^<!-- follows (\S+) sha256:([0-9a-f]{64}) -->$")
 QUIZ_FOLLOWS = re.compile(r"^# follows (\S+) sha256:([0-9a-f]{64})$")
@@ -80,8 +84,21 @@ def page_problems(page: Edition) -> list[str]:
     elif follows.group(2) != digest(page.english):
         found.append(f"stale: {english} changed since it was translated. Bring the changes over (`git diff` of "
                      f"{english} since the commit whose SHA-256 it names), then put the new SHA-256 in its first line")
-    found += skeleton_problems(skeleton(en, page.english), skeleton(zh, page.chinese))
+    chinese = skeleton(zh, page.chinese)
+    found += skeleton_problems(skeleton(en, page.english), chinese)
+    found += [f"it shows {f}, which has a Chinese twin: show {twin(f)}" for f in chinese.figures
+              if f.startswith(FIGURES) and not f.startswith(FIGURES_ZH) and (ROOT / twin(f)).is_file()]
     return found
+
+
+def twin(figure: str) -> str:
+    """The Chinese twin of an English figure, as a path from the kit's root."""
+    return FIGURES_ZH + figure.removeprefix(FIGURES)
+
+
+def english(figure: str) -> str:
+    """The English figure a Chinese page's figure stands for: itself, or the one it is the twin of."""
+    return FIGURES + figure.removeprefix(FIGURES_ZH) if figure.startswith(FIGURES_ZH) else figure
 
 
 @dataclass
@@ -157,8 +174,9 @@ def skeleton_problems(en: Skeleton, zh: Skeleton) -> list[str]:
         found.append("its inline code differs from the English's: identifiers and commands are the same in both "
                      "editions" + (f"; missing {missing}" if missing else "") + (f"; not in the English {extra}" if extra else "")
                      + ("" if missing or extra else "; some appear a different number of times"))
-    if en.figures != zh.figures:
-        found.append(f"its figures differ from the English's: {zh.figures} against {en.figures}")
+    if en.figures != [english(f) for f in zh.figures]:
+        found.append(f"its figures differ from the English's (a twin in {FIGURES_ZH} stands for the English "
+                     f"figure of its name): {zh.figures} against {en.figures}")
     if en.links_out != zh.links_out:
         missing = sorted(set(en.links_out) - set(zh.links_out))[:3]
         found.append("its links out of the kit differ from the English's: every source is cited in both editions"
