@@ -28,7 +28,7 @@ from .markdown import IMAGE, LINK, SCHEME, outside_code
 from ..core import process
 from ..core.build import BUILD_ROOT
 from ..learner import quiz
-from ..model.catalog import ROOT, Catalog, CatalogError, Exercise
+from ..model.catalog import ROOT, Catalog, CatalogError, Exercise, translated
 from ..model.errors import UsageError
 
 OUT = BUILD_ROOT / "docs"
@@ -396,11 +396,11 @@ WORDS = {
         "hints": "分阶段提示",
         "hints_intro": "`python3 judge/judge.py hint {id}` 给出第一个失败的测试的下一条提示：该测试有自己的提示时先给"
                        "它自己的，然后给它所在阶段的。所有提示也都列在这里，折叠起来，以免无意中读到：每个阶段的第一条"
-                       "提示点出思路，第二条给出做法，只有最后一条给出代码。请一次只打开一条。",
+                       "提示点出思路，第二条给出解法，只有最后一条给出代码。请一次只打开一条。",
         "stage": "<b>第 {n} 阶段，{title}。</b>", "goal": "通过它意味着：{goal}。",
         "hint": "提示 {i}/{n}：{level}", "for_test": "<i>测试 {test} 的提示：</i>",
         "test_hint": "{test}，提示 {i}/{n}：{level}",
-        "levels": {"concept": "思路", "approach": "做法", "code": "代码"},
+        "levels": {"concept": "思路", "approach": "解法", "code": "代码"},
         "quiz": "自测",
         "quiz_intro": "`python3 judge/judge.py quiz {id}` 在终端里逐题提问并记下你的得分。先作答，再展开答案。",
         "question": "**第 {n} 题。**", "answer": "答案",
@@ -411,6 +411,7 @@ WORDS = {
 def help_section(exercise: Exercise, lang: str = "en") -> str:
     """The hints, stage by stage and level by level, and the self-check, every answer folded."""
     w = WORDS[lang]
+    exercise = translated(exercise, language=lang)
     label = f"ch{exercise.id:02d}"
     out = [f"### {w['hints']} {{#{label}-hints}}\n", w["hints_intro"].format(id=exercise.id) + "\n"]
     for st in exercise.stages:
@@ -428,7 +429,7 @@ def help_section(exercise: Exercise, lang: str = "en") -> str:
                 level = w["levels"].get(hint.level, hint.level)
                 out.append(f"<details><summary>{w['test_hint'].format(test=name, i=i, n=len(own), level=level)}"
                            f"</summary>{_text(hint.text)}</details>\n")
-    questions = quiz.load(exercise) if exercise.quiz_file.is_file() else []
+    questions = quiz.load(exercise, exercise.reader_quiz) if exercise.reader_quiz.is_file() else []
     if questions:
         out.append(f"### {w['quiz']} {{#{label}-quiz}}\n")
         out.append(w["quiz_intro"].format(id=exercise.id) + "\n")

@@ -315,11 +315,12 @@ def translations(path: Path = ZH_CATALOG) -> dict[int, dict]:
         if isinstance(tables, list) else {}
 
 
-def translated(exercise: Exercise, table: dict | None = None, path: Path = ZH_CATALOG) -> Exercise:
-    """The exercise in the learner's language. In Chinese, each text the Chinese catalog gives
-    replaces the English one; a text it lacks, or a stage whose hints do not match the English
-    ones (in number, levels and tests), stays English."""
-    if words.language() != "zh" or exercise.edition == "zh":
+def translated(exercise: Exercise, table: dict | None = None, path: Path = ZH_CATALOG,
+               language: str | None = None) -> Exercise:
+    """The exercise in the learner's language (or in `language`: the docs build both). In
+    Chinese, each text the Chinese catalog gives replaces the English one; a text it lacks, or a
+    stage whose hints do not match the English ones (in number, levels and tests), stays English."""
+    if (language or words.language()) != "zh" or exercise.edition == "zh":
         return exercise
     if table is None:
         table = translations(path).get(exercise.id, {})
