@@ -53,7 +53,7 @@ def _test(p: argparse.ArgumentParser) -> None:
     who.add_argument("--solution", action="store_true", help="judge the reference solution")
     who.add_argument("--source", metavar="FILE", help="judge FILE in place of the exercise's header")
     p.add_argument("--compiler", default="clang", metavar="C", help=COMPILER_HELP)
-    p.add_argument("--stage", type=int, metavar="N", help="run stage N only")
+    p.add_argument("--stage", type=int, metavar="N", help="build and run stage N only")
     p.add_argument("--seed", type=int, metavar="S", help="the seed of the model stage's random call sequences "
                    "(default: a fixed one, so that every run shows the same sequence)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the report "

@@ -145,7 +145,7 @@ class HostileCorpus(unittest.TestCase):
         before = fingerprint(case.path)
         start = time.monotonic()
         request = judging.Request(exercise, build.Impl("source", case.path), ("clang",), (case.stage,), slot=SLOT,
-                                  sanitizers=(case.sanitizer,) if case.sanitizer else ())
+                                  sanitizers=(case.sanitizer,) if case.sanitizer else (), compile_only_judged=True)
         verdict = judging.judge(request, self.catalog.limits)
         took = time.monotonic() - start
         text = report.render(verdict, exercise, verbose=False)

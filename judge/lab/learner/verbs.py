@@ -40,7 +40,8 @@ def test_command(args, catalog: Catalog) -> bool:
         progress.save()
     else:
         verdict = judging.judge(judging.Request(exercise, impl, compilers, stages, werror=impl.kind == "solutions",
-                                                slot=os.environ.get("ALLOCLAB_SLOT", ""), seed=args.seed),
+                                                slot=os.environ.get("ALLOCLAB_SLOT", ""), seed=args.seed,
+                                                compile_only_judged=bool(stages)),
                                 catalog.limits)
     if args.json:
         print(json.dumps(verdict.to_json(), indent=2))

@@ -37,7 +37,7 @@ def judge(catalog: Catalog, exercise: Exercise, compilers: tuple[str, ...], prog
     # it never reconfigures the trees the learner's edit loop keeps warm.
     slot = os.environ.get("ALLOCLAB_SLOT", "")
     verdict = judging.judge(judging.Request(exercise, build.Impl("exercises"), compilers, stages, slot=slot,
-                                                            seed=seed),
+                                            seed=seed, compile_only_judged=bool(stages)),
                             catalog.limits)
     progress.record_verdict(exercise, verdict, file_hash)
     if not slot and verdict.configs:

@@ -419,7 +419,8 @@ def _served_mistakes(catalog: Catalog, ex: Exercise):
         start = time.monotonic()
         what = f"{ex.name}: serving the known mistake {mistake.name} {mistake.serving}"
         try:
-            binary = serve.build_engine(catalog, "mistakes", serve.with_source(catalog, chosen, materialize(ex, mistake)))
+            wrong = materialize(ex, mistake, MISTAKES_OUT / "served" / ex.name / ex.header)   # one path: no new configure
+            binary = serve.build_engine(catalog, "mistakes", serve.with_source(catalog, chosen, wrong))
         except (PatchError, serve.ServeError) as err:
             yield Item(False, what, str(err), time.monotonic() - start)
             continue
