@@ -123,7 +123,7 @@ class ServingLineTest(unittest.TestCase):
                 raise serve.ServeError("crashed", ending=serve.CRASHED)
             return dict(runs[current["name"]])
 
-        def materialize(ex, mistake):
+        def materialize(ex, mistake, target=None):
             current["name"] = mistake.name
             return Path(f"/tmp/{mistake.name}.hpp")
 
