@@ -28,7 +28,7 @@ from .markdown import IMAGE, LINK, SCHEME, outside_code
 from ..core import process
 from ..core.build import BUILD_ROOT
 from ..learner import quiz
-from ..model.catalog import ROOT, Catalog, CatalogError, Exercise, translated
+from ..model.catalog import ROOT, ZH, Catalog, CatalogError, Exercise, translated
 from ..model.errors import UsageError
 
 OUT = BUILD_ROOT / "docs"
@@ -80,7 +80,7 @@ class Side:
 
 def sides(catalog: Catalog, maintainer: bool = False) -> tuple[Side, Side]:
     en = [ex.chapter.relative_to(ROOT).as_posix() for ex in catalog.exercises]
-    zh = [f"chapters/zh/{ex.chapter.name}" for ex in catalog.exercises]
+    zh = [(ZH / ex.chapter.name).relative_to(ROOT).as_posix() for ex in catalog.exercises]
     english = ["README.md", *en, "docs/instructors.md"] + (["docs/authoring.md"] if maintainer else [])
     return (Side("en", "", "English", tuple(english), tuple(zip(en, catalog.exercises)), "English"),
             Side("zh", "zh", "Chinese", ("README.zh.md", *zh, "docs/glossary.md"),
@@ -105,11 +105,9 @@ def build_docs(catalog: Catalog, maintainer: bool = False, out: Path | None = No
     shutil.rmtree(out / "html", ignore_errors=True)  # a page of an earlier build must not linger
     both = sides(catalog, maintainer)
     for side, other in (both, both[::-1]):
-        headers = [ex.solution_file if maintainer else ex.exercise_file for ex in catalog.exercises] \
-            if side.lang == "en" else []
         work = out / ("src" if side.lang == "en" else f"src-{side.lang}")
-        try:
-            inputs = stage_side(side, other, work, headers)
+        try:   # the contracts are documented on the English side only
+            inputs = stage(catalog, work, maintainer) if side.lang == "en" else stage_side(side, other, work, [])
         except (CatalogError, OSError) as err:
             return False, f"cannot prepare the pages: {err}"
         config = out / ("Doxyfile" if side.lang == "en" else f"Doxyfile.{side.lang}")
@@ -375,7 +373,7 @@ def with_help(text: str, exercise: Exercise, lang: str = "en") -> str:
 
 
 # The help's own words on each side. The hints and questions themselves come from the catalog and
-# the quiz files, in English.
+# the quiz files of the side's language (judge/catalog.zh.toml and chapters/zh/ for the Chinese).
 WORDS = {
     "en": {
         "hints": "Hints, stage by stage",

@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..learner import quiz
-from ..model.catalog import FORMAT_VERSION, ROOT, ZH_CATALOG, Catalog, CatalogError, Exercise, shown, words_digest
+from ..model.catalog import FORMAT_VERSION, ROOT, ZH, ZH_CATALOG, Catalog, CatalogError, Exercise, shown, words_digest
 from .markdown import IMAGE, LINK, SCHEME, outside_code
 
-ZH = ROOT / "chapters" / "zh"
 README_ZH = ROOT / "README.zh.md"
 # A figure that carries words has its Chinese twin here, under the English figure's name.
 FIGURES = "chapters/figures/"
