@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "block_managers.hpp"
+#include "arithmetic.hpp"
+#include "block_manager.hpp"
 #include "kv_cache_manager.hpp"
 
 namespace alloclab::engine {

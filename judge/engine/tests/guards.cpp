@@ -1,6 +1,13 @@
-// The engine's own guards: what it refuses before it serves, and what the reserving manager
-// does with a call it cannot answer. These are about the kit's code, not a learner's, so they
-// are not a stage: `judge.py check` builds them beside `serve` on the references and runs them.
+// The engine's own guards: what it refuses before it serves, what the reserving manager does
+// with a call it cannot answer, and its two threads, which `judge.py check` runs under
+// ThreadSanitizer. These are about the kit's code, not a learner's, so they are not a stage:
+// `check` builds them on the references and runs them.
+//
+// Why the two threads are judged here and not in exercise 07's stage 4: the scheduler thread
+// alone calls the manager, and copies every answer (block tables, slots, copies) into the step's
+// inputs before it hands them over; the model-runner thread reads only those inputs. Neither
+// thread touches the learner's manager while the other runs, so a race ThreadSanitizer could
+// find in that pipeline is the engine's, the same whatever manager serves.
 //
 // What they leave to others: a manager whose slot or block table points outside the KV buffer
 // is stopped by the engine before the model runs, and the known mistakes of exercise 07 served
@@ -91,6 +98,26 @@ TEST(EngineServes, ForkedSamplesCountAgainstMaxSeqs) {
       ASSERT_EQ(sample.size(), static_cast<std::size_t>(trace.requests[r].new_tokens)) << "request " << r << " was not served whole";
   EXPECT_LE(stats.peak_running, o.max_seqs)
       << "A request's samples fork at admission: the admission must count them all, or the batch outgrows max_seqs.";
+}
+
+TEST(EngineThreads, TwoThreadsThroughTheRingMatchThePlainEngine) {
+  // The scheduler writes each step's inputs into the ring, the model runner reads them on its
+  // own thread and reclaims them: under a budget that preempts and evicts, every token must
+  // still be the plain engine's, with no race between the two.
+  const Trace trace = make_trace("tiny", kTinyModel.vocab);
+  const Outputs plain = run_plain(tiny_model(), trace);
+  for (const ManagerKind kind : {ManagerKind::reserve, ManagerKind::paged, ManagerKind::prefix}) {
+    EngineOptions o = roomy();
+    o.manager = kind;
+    if (kind != ManagerKind::reserve) o.kv_blocks = 16;   // 16 blocks of 4 tokens: about three requests at once
+    o.two_threads = true;
+    ServedEngine engine(tiny_model(), trace, o);
+    RunStats stats;
+    EXPECT_EQ(engine.run(stats), plain) << manager_name(kind)
+                                        << ": the two-thread engine's tokens differ from the plain engine's";
+    EXPECT_EQ(engine.blocks_in_use(), 0);
+    if (kind != ManagerKind::reserve) EXPECT_GT(stats.preemptions, 0) << "the budget was meant to preempt";
+  }
 }
 
 TEST(ReserveManagerCalls, NameAnUnknownSequenceWithInvalidArgument) {

@@ -207,16 +207,18 @@ def require_sources() -> None:
 
 
 def build_engine(catalog: Catalog, name: str, chosen: list[Source], compiler: str = COMPILER,
-                 target: str = TARGET) -> Path:
-    """Configures build/serve-<name> as a release tree with the chosen headers and builds the
-    engine in it (or another of the tree's programs, `target`); its path, or ServeError."""
+                 target: str = TARGET, sanitizer: str = "release") -> Path:
+    """Configures build/serve-<name> as a release tree (or build/serve-<name>-tsan under
+    ThreadSanitizer) with the chosen headers and builds the engine in it (or another of the
+    tree's programs, `target`); its path, or ServeError."""
     require_sources()
-    where = tree(name)
+    where = tree(name if sanitizer == "release" else f"{name}-{sanitizer}")
     with build.locked(where):
         # The references: the request's exercise is read only for a file that stands in for one.
         engine = build.Request(catalog.exercises[-1], build.Impl("solutions"), (compiler,))
-        built = build.configure_and_build(where, target, engine, compiler, "release",
-                                          catalog.limits.build_timeout_seconds, extra=cache_variables(chosen, where))
+        built = build.configure_and_build(where, target, engine, compiler, sanitizer,
+                                          catalog.limits.build_timeout_seconds,
+                                          extra={"ALLOCLAB_ENGINE": "ON", **cache_variables(chosen, where)})
     if built.ok:
         return where / target
     raise ServeError(*compile_problem(built, chosen))

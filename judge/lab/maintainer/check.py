@@ -67,6 +67,8 @@ def check_command(args, catalog: Catalog) -> bool:
         jobs.append((_skeleton, ex, "clang"))
         if any("tsan" in s.sanitizers for s in ex.stages):
             jobs += [(_thread_stages_repeated, ex, compiler) for compiler in compilers]
+        if ex.header == serve.MANAGER_HEADER:
+            jobs.append((_engine_threads, ex, "clang"))
         jobs.append((_model_seeds, ex, "clang"))
         for compiler in build.newer_clangs():  # a newer compiler must accept the references too
             jobs.append((_reference, ex, compiler))
@@ -317,7 +319,7 @@ def _serve(catalog: Catalog) -> Item:
             "request's tokens equal to the plain engine's, no block held at the end, no heap allocation of the "
             "engine's own in its steady state, and its output as its schema says (serve --trace tiny --compare "
             "--with reference); and on four times the chat trace's budget, the same, with no more sequences at once "
-            "than max_seqs; and the engine's own tests of what it refuses pass")
+            "than max_seqs")
     if not serve.SOURCE.is_file():
         return Item(None, what, f"the engine's sources ({shown(serve.SOURCE)}) are not in this tree yet")
     start = time.monotonic()
@@ -334,25 +336,37 @@ def _serve(catalog: Catalog) -> Item:
             found.append(f"matches_plain_engine is {json.dumps(result['matches_plain_engine'])}: " + serve.MISMATCH)
         problems += [f"{manager}: {f}" for f in found + _broken_promises(result)]
     try:
-        problems += _serve_wide(catalog) + _engine_guards(catalog)
+        problems += _serve_wide(catalog)
     except (serve.ServeError, UsageError) as err:
         problems.append(str(err))
     return Item(not problems, what, "\n".join(problems), time.monotonic() - start)
 
 
-def _engine_guards(catalog: Catalog) -> list[str]:
-    """The engine's own tests (judge/engine/tests/), built beside serve on the references: what
-    the engine refuses before it serves, and how the reserving manager answers a call it cannot."""
-    binary = serve.build_engine(catalog, "reference", serve.sources(catalog, Progress(), "reference"),
-                                target=ENGINE_GUARDS)
-    result = process.run([str(binary), "--gtest_brief=1"], cwd=binary.parent,
-                         timeout=catalog.limits.bench_timeout_seconds, keep_bytes=64 << 10)
-    if result.timed_out or result.signal_name or result.returncode != 0:
-        how = ("timed out" if result.timed_out else f"crashed ({result.signal_name})" if result.signal_name
-               else "failed")
-        said = ui.indent(result.stdout.text()[-3000:].strip(), "  ", max_lines=30, more="")
-        return [f"the engine's own tests ({shown(binary)}) {how}:\n{said}"]
-    return []
+def _engine_threads(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
+    """The engine's own tests (judge/engine/tests/) on the references, under ThreadSanitizer and
+    THREAD_REPEATS times: what the engine refuses before it serves, how the reserving manager
+    answers a call it cannot, and its two threads (the scheduler and the model runner, handing
+    each step over through the ring), which must not race. The
+    learner's stage 4 runs them under AddressSanitizer alone, since neither thread ever calls the
+    manager while the other runs: what ThreadSanitizer could find there is the kit's, and this job
+    proves it absent."""
+    what = (f"{ex.name}: the engine's own tests, its two-thread pipeline among them, pass {THREAD_REPEATS} times "
+            f"in a row under ThreadSanitizer with {build.COMPILERS[compiler]} on the references")
+    try:
+        binary = serve.build_engine(catalog, "reference", serve.sources(catalog, Progress(), "reference"),
+                                    compiler=compiler, target=ENGINE_GUARDS, sanitizer="tsan")
+    except (serve.ServeError, UsageError) as err:
+        return Item(False, what, str(err))
+    limits = catalog.limits
+    result = process.run([str(binary), f"--gtest_repeat={THREAD_REPEATS}", "--gtest_brief=1"], cwd=binary.parent,
+                         env=judging.test_environment(limits), timeout=limits.bench_timeout_seconds,
+                         keep_bytes=limits.output_bytes)
+    if result.returncode == 0 and not result.timed_out:
+        return Item(True, what)
+    finding = sanitizers.summarize(result.stderr.text())
+    said = ui.indent(result.stdout.text()[-3000:].strip(), "  ", max_lines=30, more="")
+    why = "timed out" if result.timed_out else finding.line() if finding else f"exit status {result.returncode}"
+    return Item(False, what, f"one of the {THREAD_REPEATS} runs {why}\n{said}")
 
 
 def _broken_promises(result: dict) -> list[str]:

@@ -166,7 +166,8 @@ TEST(Engine, APromptHitsOnlyItsWholePrefixAndComputesItsLastToken) {
 
 TEST(Engine, TwoThreadsThroughTheRingMatchPlain) {
   // The scheduler thread writes each step's inputs into the ring; the model-runner thread
-  // reads them, runs the step, and reclaims them. Judged under ThreadSanitizer too.
+  // reads them, runs the step, and reclaims them. Only the scheduler calls your manager, so
+  // this runs under AddressSanitizer; `check` runs the engine's threads under ThreadSanitizer.
   const Served s = serve(ManagerKind::prefix, kTightBlocks, true);
   ASSERT_EQ(s.outputs, plain_outputs()) << "The two-thread engine's tokens differ from the plain engine's at "
                                         << first_difference(s.outputs, plain_outputs()) << ".";
