@@ -7,7 +7,13 @@ rewritten by that header's static initializers or exit handlers, which run aroun
 main. So the list is read from `list_NN`, the same test files compiled against the reference
 (CMakeLists.txt builds it in the same tree, with the same compiler and instrumentation, so
 tests under `#if` are counted as in the judged build); the learner's code is never compiled
-into it. When the reference itself is judged, its test binary is that build."""
+into it. When the reference itself is judged, its test binary is that build.
+
+Most often no build is needed at all: when every test of a program is a plain TEST (or the model
+stage's ALLOCLAB_MODEL_TEST) at the top level of its file, outside any `#if`, the test files'
+text tells the list as GoogleTest would (`from_text`), and the judge reads it there, sparing a
+learner's first judge the list_ build. `check` proves the two agree: every build of a reference
+must run exactly the tests the text names for each stage."""
 from __future__ import annotations
 
 import json
@@ -20,6 +26,13 @@ from . import build, process
 from ..model.catalog import ROOT, Exercise, Limits
 
 _SUITE_RE = re.compile(r"^(\S+)\.(?:\s+#.*)?$")
+# What opens a test in a test file's text; what makes the text unable to tell the list (a test
+# per parameter or type, which only GoogleTest expands); a preprocessor condition's start and end.
+_PLAIN_TEST_RE = re.compile(r"^\s*(?:TEST(?:_F)?|ALLOCLAB_MODEL_TEST)\(\s*(\w+)\s*,\s*(\w+)\s*[,)]")
+_EXPANDED_RE = re.compile(r"\b(?:TEST_P|TYPED_TEST|TYPED_TEST_P|INSTANTIATE_\w+|REGISTER_TYPED_TEST\w*)\s*\(")
+_IF_RE = re.compile(r"^\s*#\s*if")
+_ENDIF_RE = re.compile(r"^\s*#\s*endif")
+_BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.S)
 _TEST_RE = re.compile(r"^  (\S+)")
 
 
@@ -39,6 +52,33 @@ def belongs(name: str, suite: str) -> bool:
     `Prefix/S.T/0`, a TYPED_TEST `S/0.T` or a TYPED_TEST_P `Prefix/S/0.T`."""
     test_suite = name.split(".", 1)[0]
     return suite in (test_suite, test_suite.split("/")[-1], *test_suite.split("/")[-2:-1])
+
+
+def from_text(exercise: Exercise, program: str = "") -> list[str] | None:
+    """Every test of the exercise's program as `Suite.Test`, in the order of its files (sorted by
+    name) and of each file, read from the test files' text; None when the text cannot tell: a
+    test under a preprocessor condition (a build may leave it out) or one that GoogleTest
+    expands per parameter or type."""
+    folder = exercise.tests_dir / program if program else exercise.tests_dir
+    names = []
+    for path in sorted(folder.glob("*.cpp")):
+        try:
+            text = _BLOCK_COMMENT_RE.sub("", path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            return None
+        depth = 0
+        for line in text.splitlines():
+            if _EXPANDED_RE.search(line.split("//", 1)[0]):
+                return None
+            if _IF_RE.match(line):
+                depth += 1
+            elif _ENDIF_RE.match(line):
+                depth -= 1
+            elif m := _PLAIN_TEST_RE.match(line):
+                if depth:
+                    return None
+                names.append(f"{m.group(1)}.{m.group(2)}")
+    return names
 
 
 def stage_filter(suite: str) -> str:

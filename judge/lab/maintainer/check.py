@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..learner import bench, serve
 from . import browser, docs
-from ..core import build, process, sanitizers, judging
+from ..core import build, judging, listing, process, sanitizers
 from .. import ui
 from .lint import validate
 from ..model.catalog import ROOT, Catalog, Exercise, shown
@@ -163,8 +163,38 @@ def _reference_request(ex: Exercise, compiler: str, **more) -> judging.Request:
 def _reference(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
     # Each tree compiles only the stages judged in it (a ThreadSanitizer tree, the thread stages).
     verdict = judging.judge(_reference_request(ex, compiler, compile_only_judged=True), catalog.limits)
-    what = f"{ex.name}: the reference passes every stage with {build.program(compiler)} ({', '.join(ex.sanitizers)})"
-    return Item(verdict.passed, what, _first_problem(verdict))
+    what = (f"{ex.name}: the reference passes every stage with {build.program(compiler)} ({', '.join(ex.sanitizers)}), "
+            "running exactly the tests its test files' text names")
+    if not verdict.passed:
+        return Item(False, what, _first_problem(verdict))
+    differ = _listed_otherwise(ex, verdict)
+    return Item(not differ, what, differ)
+
+
+def _listed_otherwise(ex: Exercise, verdict: Verdict) -> str:
+    """Where the tests a build of the reference ran (GoogleTest's own list) differ from those its
+    test files' text names (listing.from_text), which the judge trusts instead for every build but
+    a reference's; empty when they agree, or when the text cannot tell."""
+    by_number = {s.number: s for s in ex.stages}
+    problems = []
+    for config in verdict.configs:
+        for result in config.stages:
+            text = listing.from_text(ex, by_number[result.number].program)
+            if text is None:
+                continue
+            named = [n for n in text if listing.belongs(n, result.suite)]
+            ran = [t.name for t in result.tests]
+            if ran != named:
+                extra, missing = [n for n in ran if n not in named], [n for n in named if n not in ran]
+                problems.append(f"{config.label}, stage {result.number}: GoogleTest lists "
+                                f"{', '.join(extra) or 'no other test'} beyond the text; the text names "
+                                f"{', '.join(missing) or 'no other test'} beyond GoogleTest"
+                                + ("" if extra or missing else "; the order differs"))
+    if problems:
+        problems.append("The judge reads a learner's tests from the text (core/listing.py, from_text): keep every "
+                        "test a plain TEST at the top level of its file, outside #if, or make from_text say it "
+                        "cannot tell.")
+    return "\n".join(problems)
 
 
 def _skeleton(catalog: Catalog, ex: Exercise, compiler: str, slot: str) -> Item:
