@@ -179,34 +179,18 @@ def program_name(exercise_name: str, program: str = "") -> str:
 
 @contextmanager
 def tests_built(request: Request, compiler: str, sanitizer: str, timeout: float, program: str = "",
-                only_stages: tuple[int, ...] = (), beside: Callable[[Path], list[str]] | None = None):
+                only_stages: tuple[int, ...] = (), beside: Callable[[Path], str] | None = None):
     """The exercise's test binary (or that of one of its programs) and its build result, built in
     its tree (the request's slot), which stays locked while the caller runs it. `only_stages`: the
     binary holds these stages alone (CMakeLists.txt's ALLOCLAB_ONLY_STAGES), so the others are not
-    compiled. `beside`: given the configured tree, the targets to build in the same build, whose
-    failure is not the test binary's (its list_ twin, a later program's objects)."""
+    compiled. `beside`: given the configured tree, a target to build in the same build ("" for
+    none), whose failure is not the test binary's (its list_ twin)."""
     tree = tree_dir(compiler, sanitizer, request.tree_of or request.impl, request.slot)
     target = f"test_{program_name(request.exercise.name, program)}"
     with locked(tree):
         yield tree / target, configure_and_build(tree, target, request, compiler, sanitizer, timeout,
                                                  extra={"ALLOCLAB_ONLY_STAGES": ";".join(map(str, only_stages))},
                                                  beside=beside)
-
-
-def objects_of(tree: Path, target: str) -> list[str]:
-    """The object files `target` compiles of its own (not those of the object libraries it links),
-    as Ninja names them, from the compile commands CMake wrote."""
-    try:
-        commands = json.loads((tree / "compile_commands.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    objects = []
-    for command in commands:
-        words = shlex.split(command.get("command", ""))
-        out = next((nxt for w, nxt in zip(words, words[1:]) if w == "-o"), "")
-        if out.startswith(f"CMakeFiles/{target}.dir/"):
-            objects.append(out)
-    return objects
 
 
 def include_dirs(tree: Path, target: str) -> list[Path]:
@@ -244,26 +228,25 @@ class Slots:
 
 def configure_and_build(tree: Path, target: str, request: Request, compiler: str, sanitizer: str, timeout: float,
                         *, extra: dict[str, str] | None = None,
-                        beside: Callable[[Path], list[str]] | None = None) -> BuildResult:
+                        beside: Callable[[Path], str] | None = None) -> BuildResult:
     """Builds `target` in a tree configured for `request` with one compiler and instrumentation,
-    configuring it first when it is not (and `beside`'s targets with it, see tests_built)."""
+    configuring it first when it is not (and `beside`'s target with it, see tests_built)."""
     failed = configure(tree, request, compiler, sanitizer, timeout, extra)
-    return failed or build(tree, target, timeout, beside(tree) if beside else [])
+    return failed or build(tree, target, timeout, beside(tree) if beside else "")
 
 
-def build(tree: Path, target: str, timeout: float, beside: list[str] | None = None) -> BuildResult:
-    """Builds `target`, and the targets `beside` with it (a target or a file Ninja knows): what they
-    alone fail to build does not fail `target` (their diagnostics are dropped)."""
-    beside = beside or []
+def build(tree: Path, target: str, timeout: float, beside: str = "") -> BuildResult:
+    """Builds `target`, and `beside` with it when given: what `beside` alone fails to build does not
+    fail `target` (its diagnostics are dropped)."""
     env = dict(os.environ, NINJA_STATUS="", CLICOLOR="0", TERM="dumb")
-    result = process.run(["cmake", "--build", str(tree), "--target", target, *beside,
+    result = process.run(["cmake", "--build", str(tree), "--target", target, *([beside] if beside else []),
                           "--", "-k", "0"], env=env, timeout=timeout, keep_bytes=400_000)
     log = result.stdout.text() + result.stderr.text()
     diagnostics = parse_diagnostics(log)
     ok = result.returncode == 0 and not result.timed_out
     failed_steps = re.findall(r"^FAILED: (\S+)", log, re.M)
     if beside and not ok and not result.timed_out and failed_steps and \
-            all(step in beside or any(step.startswith(f"CMakeFiles/{b}.dir/") for b in beside) for step in failed_steps):
+            all(step == beside or step.startswith(f"CMakeFiles/{beside}.dir/") for step in failed_steps):
         ok, diagnostics = True, [d for d in diagnostics if d.severity == "warning"]
     problem = ""
     if result.timed_out:

@@ -88,21 +88,12 @@ def _tests_built(request: Request, compiler: str, sanitizer: str, stages: list[S
     exercise = request.exercise
     held = stages if request.compile_only_judged else \
         [s for s in exercise.stages if sanitizer in s.sanitizers and s.program == program]
-    # The later programs this configuration judges (exercise 07's engine): the first program's
-    # build also compiles their own files, which include the header (07's seam), on the core the
-    # test files leave free, so that once the stages before them pass they only link. Their
-    # shared objects (the engine itself) still wait until then.
-    later = [] if program else list(dict.fromkeys(
-        s.program for s in exercise.stages
-        if s.program and sanitizer in s.sanitizers and (not request.stages or s.number in request.stages)))
-
-    def beside(tree: Path) -> list[str]:
-        twin = "" if request.impl.kind != "solutions" and listing.from_text(exercise, program) is not None else \
-            listing.to_build(tree, exercise, request.impl, program)   # the list_ twin, when the text cannot tell
-        seams = [o for p in later for o in build.objects_of(tree, f"test_{build.program_name(exercise.name, p)}")]
-        return [twin] * bool(twin) + seams
+    def list_beside(tree: Path) -> str:   # the first build of a tree builds its list_ twin with it
+        if request.impl.kind != "solutions" and listing.from_text(exercise, program) is not None:
+            return ""
+        return listing.to_build(tree, exercise, request.impl, program)
     return build.tests_built(request, compiler, sanitizer, limits.build_timeout_seconds, program,
-                             only_stages(exercise, held, program), beside)
+                             only_stages(exercise, held, program), list_beside)
 
 
 def judge(request: Request, limits: Limits) -> Verdict:
@@ -191,9 +182,7 @@ def _judge_config(request: Request, compiler: str, sanitizer: str, stages: list[
     """One configuration's result, and whether every stage hung on its first run. A stage with a
     program of its own (catalog.Stage.program) is built and run only once no stage before it has
     failed, in this configuration or one judged before (`failed`, which this adds to), unless the
-    request asks for every stage: a learner whose first stage fails does not wait for the engine.
-    Only that program's own files, which include the header (07's seam), compile earlier, beside
-    the first program (_tests_built)."""
+    request asks for every stage: a learner whose first stage fails does not wait for the engine."""
     programs: dict[str, list[Stage]] = {}
     for stage in sorted(stages, key=lambda s: (s.program != "", s.number)):
         programs.setdefault(stage.program, []).append(stage)
