@@ -81,8 +81,9 @@ def page_problems(page: Edition) -> list[str]:
     if follows.group(1) != english:
         found.append(f"it says it follows {follows.group(1)}, not {english}")
     elif follows.group(2) != digest(page.english):
-        found.append(f"stale: {english} changed since it was translated. Bring the changes over (`git diff` of "
-                     f"{english} since the commit whose SHA-256 it names), then put the new SHA-256 in its first line")
+        found.append(f"stale: {english} changed since it was translated. Bring the changes over (`git log -p "
+                     f"{english}` shows them; the SHA-256 it names is that of the version it translates), then put "
+                     "the new SHA-256 in its first line")
     chinese = skeleton(zh, page.chinese)
     found += skeleton_problems(skeleton(en, page.english), chinese)
     found += [f"it shows {f}, which has a Chinese twin: show {twin(f)}" for f in chinese.figures
