@@ -4,6 +4,7 @@ belongs to. The sources' text is read for it only where it tells the same (plain
 any `#if`), which check proves against every reference build."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -74,6 +75,22 @@ class FromText(unittest.TestCase):
             with self.subTest(text=text):
                 self.assertIsNone(self.listed({"stage1_a.cpp": "TEST(A, Plain) {}\n" + text}))
 
+    def test_a_learners_build_takes_the_text_and_a_reference_lists_itself(self):
+        from unittest import mock
+
+        from lab.core import build
+        from lab.model import catalog as cat
+        exercise, limits = cat.load().resolve("1"), cat.load().limits
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(listing, "from_text", return_value=["ArenaBasics.Told"]):
+            tree = Path(tmp)
+            source = build.Impl("source", Path("/x/arena.hpp"))
+            self.assertEqual(listing.tests_of(tree, exercise, source, limits), ["ArenaBasics.Told"])
+            self.assertEqual(listing.to_build(tree, exercise, source), "", "no list_ twin to build")
+            (tree / f"test_{exercise.name}").write_text("#!/bin/sh\nprintf 'ArenaBasics.\\n  Listed\\n'\n")
+            os.chmod(tree / f"test_{exercise.name}", 0o755)
+            self.assertEqual(listing.tests_of(tree, exercise, build.Impl("solutions"), limits), ["ArenaBasics.Listed"])
+
     def test_every_program_of_the_kit_is_told_by_its_text(self):
         # check proves the text right against every reference build; this says the judge uses it.
         from lab.model import catalog
@@ -141,7 +158,6 @@ class TheListIsTrusted(unittest.TestCase):
     list without the test that fails: the list is read from the build against the reference."""
 
     def test_the_judged_binary_is_never_asked(self):
-        import os
         from unittest import mock
 
         from lab.core import build
@@ -155,13 +171,15 @@ class TheListIsTrusted(unittest.TestCase):
                 os.chmod(tree / name, 0o755)
             built = build.BuildResult(True, 0.0, [])
             limits = cat.load().limits
-            with mock.patch.object(listing.build, "build", return_value=built) as rebuilt:
-                names = listing.tests_of(tree, exercise, build.Impl("source", Path("/x/arena.hpp")), limits)
-            rebuilt.assert_called_once_with(tree, f"list_{exercise.name}", limits.build_timeout_seconds)
-            self.assertEqual(names, ["ArenaBasics.OnlyThePassingOne", "ArenaBasics.TheFailingOne"])
-            # Listed once, the list is kept until the test files change.
-            (tree / f"list_{exercise.name}").write_text("#!/bin/sh\nexit 1\n")
-            self.assertEqual(listing.tests_of(tree, exercise, build.Impl("exercises"), limits), names)
+            # Tests the text cannot tell (a TEST_P, say), so that the list must come from a build.
+            with mock.patch.object(listing, "from_text", return_value=None):
+                with mock.patch.object(listing.build, "build", return_value=built) as rebuilt:
+                    names = listing.tests_of(tree, exercise, build.Impl("source", Path("/x/arena.hpp")), limits)
+                rebuilt.assert_called_once_with(tree, f"list_{exercise.name}", limits.build_timeout_seconds)
+                self.assertEqual(names, ["ArenaBasics.OnlyThePassingOne", "ArenaBasics.TheFailingOne"])
+                # Listed once, the list is kept until the test files change.
+                (tree / f"list_{exercise.name}").write_text("#!/bin/sh\nexit 1\n")
+                self.assertEqual(listing.tests_of(tree, exercise, build.Impl("exercises"), limits), names)
 
 
 class OneListPerCompilerAndInstrumentation(unittest.TestCase):
@@ -169,7 +187,6 @@ class OneListPerCompilerAndInstrumentation(unittest.TestCase):
     lists the tests for all the trees of its compiler and instrumentation, and for no other."""
 
     def test_a_list_is_shared_by_trees_of_one_compiler_and_sanitizer(self):
-        import os
         from unittest import mock
 
         from lab.core import build
@@ -194,6 +211,7 @@ class OneListPerCompilerAndInstrumentation(unittest.TestCase):
             built = build.BuildResult(True, 0.0, [])
             source = build.Impl("source", Path("/x/arena.hpp"))
             with mock.patch.object(listing.build, "BUILD_ROOT", root), \
+                    mock.patch.object(listing, "from_text", return_value=None), \
                     mock.patch.object(listing.build, "build", return_value=built) as rebuilt:
                 self.assertEqual(listing.tests_of(first, exercise, source, limits), ["ArenaBasics.A", "ArenaBasics.B"])
                 self.assertEqual(listing.tests_of(second, exercise, source, limits), ["ArenaBasics.A", "ArenaBasics.B"],

@@ -89,8 +89,6 @@ def _tests_built(request: Request, compiler: str, sanitizer: str, stages: list[S
     held = stages if request.compile_only_judged else \
         [s for s in exercise.stages if sanitizer in s.sanitizers and s.program == program]
     def list_beside(tree: Path) -> str:   # the first build of a tree builds its list_ twin with it
-        if request.impl.kind != "solutions" and listing.from_text(exercise, program) is not None:
-            return ""
         return listing.to_build(tree, exercise, request.impl, program)
     return build.tests_built(request, compiler, sanitizer, limits.build_timeout_seconds, program,
                              only_stages(exercise, held, program), list_beside)
@@ -159,13 +157,9 @@ def _not_judged(compiler: str, sanitizer: str, stages: list[Stage], expected: di
 
 def expected_tests(tree: Path, exercise: Exercise, impl: build.Impl, stages: list[Stage],
                    limits: Limits, program: str = "") -> dict[str, list[str]]:
-    """Every test each stage must run, by suite, as GoogleTest counts them (see listing): from the
-    test files' text when it tells them (a reference's own test binary lists them, so that check
-    proves the two agree), else from a build of the tests against the reference; from the text
-    as far as it goes when the reference cannot be built to list them."""
-    listed = listing.from_text(exercise, program) if impl.kind != "solutions" else None
-    if listed is None:
-        listed = listing.tests_of(tree, exercise, impl, limits, program)
+    """Every test each stage must run, by suite, as GoogleTest counts them (see listing); from
+    the test files' text when the reference cannot be built to list them."""
+    listed = listing.tests_of(tree, exercise, impl, limits, program)
     if listed is None:
         return _from_source(exercise, stages)
     return {s.suite: [name for name in listed if listing.belongs(name, s.suite)] for s in stages}

@@ -23,12 +23,11 @@ import threading
 from pathlib import Path
 
 from . import build, process
-from ..model.catalog import ROOT, Exercise, Limits
+from ..model.catalog import ROOT, TEST_OPENING, Exercise, Limits
 
 _SUITE_RE = re.compile(r"^(\S+)\.(?:\s+#.*)?$")
-# What opens a test in a test file's text; what makes the text unable to tell the list (a test
-# per parameter or type, which only GoogleTest expands); a preprocessor condition's start and end.
-_PLAIN_TEST_RE = re.compile(r"^\s*(?:TEST(?:_F)?|ALLOCLAB_MODEL_TEST)\(\s*(\w+)\s*,\s*(\w+)\s*[,)]")
+# What makes a test file's text unable to tell the list (a test per parameter or type, which only
+# GoogleTest expands); a preprocessor condition's start and end.
 _EXPANDED_RE = re.compile(r"\b(?:TEST_P|TYPED_TEST|TYPED_TEST_P|INSTANTIATE_\w+|REGISTER_TYPED_TEST\w*)\s*\(")
 _IF_RE = re.compile(r"^\s*#\s*if")
 _ENDIF_RE = re.compile(r"^\s*#\s*endif")
@@ -74,7 +73,7 @@ def from_text(exercise: Exercise, program: str = "") -> list[str] | None:
                 depth += 1
             elif _ENDIF_RE.match(line):
                 depth -= 1
-            elif m := _PLAIN_TEST_RE.match(line):
+            elif m := TEST_OPENING.match(line):   # a plain test: the line above refused the others
                 if depth:
                     return None
                 names.append(f"{m.group(1)}.{m.group(2)}")
@@ -86,10 +85,19 @@ def stage_filter(suite: str) -> str:
     return f"{suite}.*:*/{suite}.*:{suite}/*:*/{suite}/*"
 
 
+def _told(exercise: Exercise, impl: build.Impl, program: str) -> list[str] | None:
+    """The list the test files' text tells, for every build but a reference's: a reference's test
+    binary lists its own tests, so that check can prove the text right against it."""
+    return None if impl.kind == "solutions" else from_text(exercise, program)
+
+
 def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits: Limits, program: str = "") -> list[str] | None:
-    """Every test of the exercise's program, from the trusted build in `tree` (built here when the
-    tests changed since it was last listed, and no other tree of the same compiler and
-    instrumentation has listed them), or None when it cannot be built or read."""
+    """Every test of the exercise's program: from the test files' text when it tells them (_told),
+    else from the trusted build in `tree` (built here when the tests changed since it was last
+    listed, and no other tree of the same compiler and instrumentation has listed them); None
+    when it cannot be built or read."""
+    if (told := _told(exercise, impl, program)) is not None:
+        return told
     where = _Lists(tree, exercise, impl, program)
     if (tests := where.kept()) is not None:
         return tests
@@ -107,9 +115,11 @@ def tests_of(tree: Path, exercise: Exercise, impl: build.Impl, limits: Limits, p
 
 
 def to_build(tree: Path, exercise: Exercise, impl: build.Impl, program: str = "") -> str:
-    """The list_ target `tests_of` will build in `tree`, or "" when a list it can trust is kept:
-    the judge builds it with the test binary, in one build that keeps both cores busy."""
-    if impl.kind == "solutions" or _Lists(tree, exercise, impl, program).kept() is not None:
+    """The list_ target `tests_of` will build in `tree`, or "" when the text tells the list or a list
+    it can trust is kept: the judge builds it with the test binary, in one build that keeps both
+    cores busy."""
+    if impl.kind == "solutions" or _told(exercise, impl, program) is not None or \
+            _Lists(tree, exercise, impl, program).kept() is not None:
         return ""
     return f"list_{build.program_name(exercise.name, program)}"
 

@@ -26,7 +26,7 @@ ZH_CHAPTER_PARTS = ("讲解", "任务", "通过之后")
 
 # TEST(Suite, Name), TEST_F, TEST_P, TYPED_TEST, TYPED_TEST_P and the model stage's
 # ALLOCLAB_MODEL_TEST(Suite, Name, ...) as they open a test in a test file.
-_TEST_RE = re.compile(r"^\s*(?:TEST(?:_F|_P)?|TYPED_TEST(?:_P)?|ALLOCLAB_MODEL_TEST)\(\s*(\w+)\s*,\s*(\w+)\s*[,)]",
+TEST_OPENING = re.compile(r"^\s*(?:TEST(?:_F|_P)?|TYPED_TEST(?:_P)?|ALLOCLAB_MODEL_TEST)\(\s*(\w+)\s*,\s*(\w+)\s*[,)]",
                       re.MULTILINE)
 
 
@@ -280,7 +280,7 @@ def tests_in_source(exercise: Exercise) -> dict[str, list[str]]:
     and falls back to this only when the reference itself cannot be built."""
     suites: dict[str, list[str]] = {}
     for path in sorted(exercise.tests_dir.glob("*.cpp")) + sorted(exercise.tests_dir.glob("*/*.cpp")):
-        for suite, name in _TEST_RE.findall(path.read_text(encoding="utf-8")):
+        for suite, name in TEST_OPENING.findall(path.read_text(encoding="utf-8")):
             suites.setdefault(suite, []).append(name)
     return suites
 
