@@ -13,13 +13,14 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..learner import bench, serve
 from . import browser, docs
 from ..core import build, judging, listing, process, sanitizers
 from .. import ui
 from .lint import validate
-from ..model.catalog import ROOT, Catalog, Exercise, shown
+from ..model.catalog import ROOT, Catalog, Exercise, Limits, shown
 from ..model.errors import UsageError
 from ..model import schema
 from ..model.progress import Progress
@@ -175,11 +176,12 @@ def _listed_otherwise(ex: Exercise, verdict: Verdict) -> str:
     """Where the tests a build of the reference ran (GoogleTest's own list) differ from those its
     test files' text names (listing.from_text), which the judge trusts instead for every build but
     a reference's; empty when they agree, or when the text cannot tell."""
-    by_number = {s.number: s for s in ex.stages}
+    program_of = {s.number: s.program for s in ex.stages}
+    told = {program: listing.from_text(ex, program) for program in set(program_of.values())}
     problems = []
     for config in verdict.configs:
         for result in config.stages:
-            text = listing.from_text(ex, by_number[result.number].program)
+            text = told[program_of[result.number]]
             if text is None:
                 continue
             named = [n for n in text if listing.belongs(n, result.suite)]
@@ -246,18 +248,26 @@ def _thread_stages_repeated(catalog: Catalog, ex: Exercise, compiler: str) -> It
                                only_stages=judging.only_stages(ex, ours, program)) as (binary, built):
             if not built.ok:
                 return Item(False, what, built.problem or "the reference does not build")
-            result = process.run([str(binary), f"--gtest_filter={suites}", f"--gtest_repeat={THREAD_REPEATS}",
-                                  "--gtest_brief=1"], cwd=binary.parent, env=judging.test_environment(limits),
-                                 timeout=limits.test_timeout_seconds * THREAD_REPEATS, keep_bytes=limits.output_bytes)
-        if result.returncode != 0 or result.timed_out:
-            break
+            failure = _repeated(binary, limits, limits.test_timeout_seconds * THREAD_REPEATS,
+                                f"--gtest_filter={suites}")
+        if failure:
+            return Item(False, what, failure)
+    return Item(True, what)
+
+
+def _repeated(binary: Path, limits: Limits, timeout: float, *args: str) -> str:
+    """Runs a test binary THREAD_REPEATS times in one process, as a learner's tests run (the
+    sanitizers' options): what went wrong in one of the runs, or "" when none did."""
+    result = process.run([str(binary), *args, f"--gtest_repeat={THREAD_REPEATS}", "--gtest_brief=1"],
+                         cwd=binary.parent, env=judging.test_environment(limits), timeout=timeout,
+                         keep_bytes=limits.output_bytes)
     if result.returncode == 0 and not result.timed_out:
-        return Item(True, what)
+        return ""
     finding = sanitizers.summarize(result.stderr.text())
     failed = re.findall(r"^\[  FAILED  \] (\w+\.\w+)", result.stdout.text(), re.M)
     why = ("timed out" if result.timed_out else finding.line() if finding else
            "failed: " + ", ".join(sorted(set(failed))) if failed else f"exit status {result.returncode}")
-    return Item(False, what, f"one of the {THREAD_REPEATS} runs {why}")
+    return f"one of the {THREAD_REPEATS} runs {why}"
 
 
 def _model_seeds(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
@@ -376,10 +386,9 @@ def _engine_threads(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
     """The engine's own tests (judge/engine/tests/) on the references, under ThreadSanitizer and
     THREAD_REPEATS times: what the engine refuses before it serves, how the reserving manager
     answers a call it cannot, and its two threads (the scheduler and the model runner, handing
-    each step over through the ring), which must not race. The
-    learner's stage 4 runs them under AddressSanitizer alone, since neither thread ever calls the
-    manager while the other runs: what ThreadSanitizer could find there is the kit's, and this job
-    proves it absent."""
+    each step over through the ring), which must not race. The learner's stage 4 runs them under
+    AddressSanitizer alone, since neither thread ever calls the manager while the other runs:
+    what ThreadSanitizer could find there is the kit's, and this job proves it absent."""
     what = (f"{ex.name}: the engine's own tests, its two-thread pipeline among them, pass {THREAD_REPEATS} times "
             f"in a row under ThreadSanitizer with {build.COMPILERS[compiler]} on the references")
     try:
@@ -387,16 +396,8 @@ def _engine_threads(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
                                     compiler=compiler, target=ENGINE_GUARDS, sanitizer="tsan")
     except (serve.ServeError, UsageError) as err:
         return Item(False, what, str(err))
-    limits = catalog.limits
-    result = process.run([str(binary), f"--gtest_repeat={THREAD_REPEATS}", "--gtest_brief=1"], cwd=binary.parent,
-                         env=judging.test_environment(limits), timeout=limits.bench_timeout_seconds,
-                         keep_bytes=limits.output_bytes)
-    if result.returncode == 0 and not result.timed_out:
-        return Item(True, what)
-    finding = sanitizers.summarize(result.stderr.text())
-    said = ui.indent(result.stdout.text()[-3000:].strip(), "  ", max_lines=30, more="")
-    why = "timed out" if result.timed_out else finding.line() if finding else f"exit status {result.returncode}"
-    return Item(False, what, f"one of the {THREAD_REPEATS} runs {why}\n{said}")
+    failure = _repeated(binary, catalog.limits, catalog.limits.bench_timeout_seconds)
+    return Item(not failure, what, failure)
 
 
 def _broken_promises(result: dict) -> list[str]:
