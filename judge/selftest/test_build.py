@@ -1,8 +1,13 @@
-"""Compiler output becomes diagnostics, and the learner's first error is the one shown."""
+"""Compiler output becomes diagnostics, and the learner's first error is the one shown; a tree's
+groundwork compiles nothing that includes the header under test."""
+import shutil
+import subprocess
+import tempfile
 import unittest
 from pathlib import Path
 
 from lab.core import build
+from lab.model import catalog as cat
 
 LOG = """[1/2] Building CXX object CMakeFiles/test_01-arena.dir/Unity/unity_0_cxx.cxx.o
 FAILED: CMakeFiles/test_01-arena.dir/Unity/unity_0_cxx.cxx.o
@@ -48,6 +53,36 @@ class DiagnosticsTest(unittest.TestCase):
         self.assertEqual(build.tree_dir("gcc", "tsan", build.Impl("solutions")).name, "gcc-tsan-solutions")
         self.assertEqual(build.tree_dir("clang", "asan", build.Impl("source", Path("/x")), "check1").name,
                          "clang-asan-source-check1")
+
+
+class GroundworkTest(unittest.TestCase):
+    """A later configuration's groundwork is built while the first builds the learner's code
+    (judging._Prebuilds): were a file that includes the header part of it, a first judge would
+    compile the learner's code twice at once, and a compile error would be met in a build nobody
+    reads."""
+
+    def test_the_groundwork_holds_the_precompiled_header_and_no_file_with_the_header(self):
+        if not all(shutil.which(t) for t in ("cmake", "ninja", "clang++")):
+            self.skipTest("toolchain not installed")
+        with tempfile.TemporaryDirectory() as tmp:
+            done = subprocess.run(["cmake", "-S", str(cat.ROOT), "-B", tmp, "-G", "Ninja", "-Wno-dev",
+                                   "-DCMAKE_CXX_COMPILER=clang++", "-DALLOCLAB_SANITIZER=asan"],
+                                  capture_output=True, text=True, timeout=300)
+            self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+            for exercise in cat.load().exercises:
+                target = f"groundwork_{exercise.name}"
+                inputs = subprocess.run(["ninja", "-C", tmp, "-t", "inputs", target], capture_output=True,
+                                        text=True, timeout=60).stdout.split()
+                self.assertTrue(any(i.endswith("cmake_pch.hxx.pch") for i in inputs), f"{target}: {inputs}")
+                self.assertEqual([i for i in inputs if "CMakeFiles/test_" in i or "CMakeFiles/list_" in i], [],
+                                 f"{target} builds a test binary's own objects")
+                sources = [Path(i) if Path(i).is_absolute() else Path(tmp) / i for i in inputs
+                           if i.endswith((".cpp", ".cxx"))]
+                with_header = [s.name for s in sources if f'#include "{exercise.header}"' in s.read_text()]
+                self.assertEqual(with_header, [], f"{target} compiles files that include {exercise.header}")
+                model = [s for s in exercise.tests_dir.glob("stage*_model.cpp")]
+                self.assertTrue(all(m in sources for m in model),
+                                f"{target}: the model stage's generators are groundwork, {model} not in {sources}")
 
 
 if __name__ == "__main__":

@@ -189,8 +189,22 @@ def tests_built(request: Request, compiler: str, sanitizer: str, timeout: float,
     target = f"test_{program_name(request.exercise.name, program)}"
     with locked(tree):
         yield tree / target, configure_and_build(tree, target, request, compiler, sanitizer, timeout,
-                                                 extra={"ALLOCLAB_ONLY_STAGES": ";".join(map(str, only_stages))},
-                                                 beside=beside)
+                                                 extra=_holding(only_stages), beside=beside)
+
+
+def groundwork_built(request: Request, compiler: str, sanitizer: str, timeout: float, program: str = "",
+                     only_stages: tuple[int, ...] = ()) -> BuildResult:
+    """Configures the tree tests_built builds `program` in, and builds there what the program's
+    first build compiles whatever the header under test holds (CMakeLists.txt's groundwork_
+    targets): the precompiled header, its code, the files that do not include the header."""
+    tree = tree_dir(compiler, sanitizer, request.tree_of or request.impl, request.slot)
+    with locked(tree):
+        return configure_and_build(tree, f"groundwork_{program_name(request.exercise.name, program)}", request,
+                                   compiler, sanitizer, timeout, extra=_holding(only_stages))
+
+
+def _holding(only_stages: tuple[int, ...]) -> dict[str, str]:
+    return {"ALLOCLAB_ONLY_STAGES": ";".join(map(str, only_stages))}
 
 
 def include_dirs(tree: Path, target: str) -> list[Path]:

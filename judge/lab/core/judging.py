@@ -49,12 +49,14 @@ class _MacroCheck:
 
 
 class _Prebuilds:
-    """Builds of the configurations judged later, started while an earlier one runs its tests, so
-    that the two cores build one configuration and test another side by side instead of taking
-    them in turn: a program is prebuilt in the later configurations of the same compiler once it
-    built in the first (the main program), or once the first starts building it (a program of its
-    own, which only starts once the stages before it pass). When the later configuration's turn
-    comes, its build finds the work done."""
+    """Builds of the configurations judged later, started while an earlier one builds or runs its
+    tests, so that the two cores work on both side by side instead of taking them in turn. When a
+    compiler's first configuration starts, the trees of its later ones are configured and their
+    groundwork built (what compiles whatever the header holds: on a first judge, seconds of one
+    core). A program is prebuilt in the later configurations of the same compiler once it built in
+    the first (the main program), or once the first starts building it (a program of its own,
+    which only starts once the stages before it pass). When the later configuration's turn comes,
+    its build finds the work done."""
 
     def __init__(self, request: Request, limits: Limits, plan: list[tuple[str, str, list[Stage]]]):
         self._request, self._limits, self._plan = request, limits, plan
@@ -67,31 +69,47 @@ class _Prebuilds:
     def __exit__(self, *_) -> None:
         self._pool.shutdown(wait=True)
 
+    def ahead(self, compiler: str, sanitizer: str) -> None:
+        for c, s, wanted in self._later(compiler, sanitizer):
+            group = [stage for stage in wanted if stage.program == ""]
+            if group and (c, s, "groundwork") not in self._started:
+                self._started.add((c, s, "groundwork"))
+                self._pool.submit(build.groundwork_built, self._request, c, s, self._limits.build_timeout_seconds,
+                                  "", _held(self._request, s, group, ""))
+
     def after(self, compiler: str, sanitizer: str, program: str) -> None:
-        later = [(c, s, wanted) for c, s, wanted in self._plan if c == compiler]
-        later = later[[s for _, s, _ in later].index(sanitizer) + 1:]
-        for c, s, wanted in later:
+        for c, s, wanted in self._later(compiler, sanitizer):
             group = [stage for stage in wanted if stage.program == program]
             if group and (c, s, program) not in self._started:
                 self._started.add((c, s, program))
                 self._pool.submit(self._build, c, s, group, program)
+
+    def _later(self, compiler: str, sanitizer: str) -> list[tuple[str, str, list[Stage]]]:
+        """The configurations of `compiler` judged after its `sanitizer` one."""
+        mine = [(c, s, wanted) for c, s, wanted in self._plan if c == compiler]
+        return mine[[s for _, s, _ in mine].index(sanitizer) + 1:]
 
     def _build(self, compiler: str, sanitizer: str, stages: list[Stage], program: str) -> None:
         with _tests_built(self._request, compiler, sanitizer, stages, program, self._limits):
             pass
 
 
-def _tests_built(request: Request, compiler: str, sanitizer: str, stages: list[Stage], program: str, limits: Limits):
-    """build.tests_built for `program`'s `stages` in one configuration. A configuration holds only
-    the stages the catalog judges in it (a ThreadSanitizer tree, the thread stages): the others
-    would be compiled at its cost and never run."""
+def _held(request: Request, sanitizer: str, stages: list[Stage], program: str) -> tuple[int, ...]:
+    """The stages `program`'s binary holds in a configuration: only those the catalog judges in it
+    (a ThreadSanitizer tree, the thread stages), since the others would be compiled at its cost
+    and never run."""
     exercise = request.exercise
     held = stages if request.compile_only_judged else \
         [s for s in exercise.stages if sanitizer in s.sanitizers and s.program == program]
+    return only_stages(exercise, held, program)
+
+
+def _tests_built(request: Request, compiler: str, sanitizer: str, stages: list[Stage], program: str, limits: Limits):
+    """build.tests_built for `program`'s `stages` in one configuration."""
     def list_beside(tree: Path) -> str:   # the first build of a tree builds its list_ twin with it
-        return listing.to_build(tree, exercise, request.impl, program)
+        return listing.to_build(tree, request.exercise, request.impl, program)
     return build.tests_built(request, compiler, sanitizer, limits.build_timeout_seconds, program,
-                             only_stages(exercise, held, program), list_beside)
+                             _held(request, sanitizer, stages, program), list_beside)
 
 
 def judge(request: Request, limits: Limits) -> Verdict:
@@ -121,6 +139,7 @@ def judge(request: Request, limits: Limits) -> Verdict:
                 configs.append(_not_judged(compiler, sanitizer, wanted, _from_source(exercise, wanted),
                                            f"not built: the header does not compile under {unbuilt_under}"))
                 continue
+            prebuilds.ahead(compiler, sanitizer)
             config, hung = _judge_config(request, compiler, sanitizer, wanted, focus, limits, macros, failed,
                                          prebuilds)
             configs.append(config)
