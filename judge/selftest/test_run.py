@@ -1,9 +1,10 @@
 """Untrusted programs: bounded in time and kept output, and nothing they start survives them."""
 import sys
+import threading
 import time
 import unittest
 
-from lab.core import process
+from lab.core import judging, process
 
 
 class RunTest(unittest.TestCase):
@@ -20,6 +21,21 @@ class RunTest(unittest.TestCase):
         r = process.run([sys.executable, "-c", code], timeout=1, keep_bytes=1000)
         self.assertTrue(r.timed_out)
         self.assertLess(time.monotonic() - start, 10)
+
+    def test_an_interrupted_judge_stops_the_builds_of_other_threads(self):
+        # Ctrl-C reaches the judge's main thread alone; a later configuration's build, started in
+        # another thread (judging._Prebuilds), must stop with it, not keep the learner waiting.
+        started, prebuilds = threading.Event(), judging._Prebuilds(None, None, [])
+        def slow_build():
+            started.set()
+            process.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=90, keep_bytes=1000)
+        begin = time.monotonic()
+        with self.assertRaises(KeyboardInterrupt), prebuilds:
+            prebuilds._pool.submit(slow_build)
+            prebuilds._pool.submit(slow_build)   # waiting its turn: never started
+            started.wait(10)
+            raise KeyboardInterrupt
+        self.assertLess(time.monotonic() - begin, 10)
 
     def test_a_signal_is_named(self):
         r = process.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],

@@ -66,7 +66,10 @@ class _Prebuilds:
     def __enter__(self) -> "_Prebuilds":
         return self
 
-    def __exit__(self, *_) -> None:
+    def __exit__(self, kind, *_) -> None:
+        if kind is not None and issubclass(kind, KeyboardInterrupt):   # not the builds' turn any more
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            process.stop_all()
         self._pool.shutdown(wait=True)
 
     def ahead(self, compiler: str, sanitizer: str) -> None:

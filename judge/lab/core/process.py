@@ -176,6 +176,15 @@ def forget(proc: subprocess.Popen) -> None:
         _SPAWNED.discard(proc.pid)
 
 
+def stop_all() -> None:
+    """Kills every program `run` started that still runs, in whichever thread: the judge was
+    interrupted (Ctrl-C), which only the main thread's program heard, and a build another thread
+    waits for must not keep the learner waiting in turn."""
+    with _SPAWN_LOCK:
+        for pid in _SPAWNED:
+            _kill_group(pid)
+
+
 def untranslated(env: dict[str, str] | None) -> dict[str, str]:
     """`env` (or the judge's own environment) in the C locale: compilers, sanitizers and test
     programs then print the English the judge's parsers read, whatever language the learner's
