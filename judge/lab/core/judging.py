@@ -14,6 +14,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 from . import build, integrity, listing, process, sanitizers
 from .build import Request
@@ -62,30 +63,40 @@ class _Prebuilds:
         self._request, self._limits, self._plan = request, limits, plan
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._started: set[tuple[str, str, str]] = set()
+        self._stop = process.Stop()
 
     def __enter__(self) -> "_Prebuilds":
         return self
 
-    def __exit__(self, kind, *_) -> None:
-        if kind is not None and issubclass(kind, KeyboardInterrupt):   # not the builds' turn any more
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            process.stop_all()
+    def __exit__(self, *_) -> None:
+        # Every configuration judged has built in its turn, waiting on its tree's lock for what was
+        # started ahead for it: what still runs now is for one not judged (after a compile error, a
+        # hang or Ctrl-C), and is stopped rather than waited for. A step killed half-way is built
+        # again next time: Ninja logs only the steps that finished.
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._stop.now()
         self._pool.shutdown(wait=True)
+
+    def _submit(self, work: Callable[..., object], *args) -> None:
+        def stoppable() -> None:
+            with process.stoppable(self._stop):
+                work(*args)
+        self._pool.submit(stoppable)
 
     def ahead(self, compiler: str, sanitizer: str) -> None:
         for c, s, wanted in self._later(compiler, sanitizer):
             group = [stage for stage in wanted if stage.program == ""]
             if group and (c, s, "groundwork") not in self._started:
                 self._started.add((c, s, "groundwork"))
-                self._pool.submit(build.groundwork_built, self._request, c, s, self._limits.build_timeout_seconds,
-                                  "", _held(self._request, s, group, ""))
+                self._submit(build.groundwork_built, self._request, c, s, self._limits.build_timeout_seconds,
+                             "", _held(self._request, s, group, ""))
 
     def after(self, compiler: str, sanitizer: str, program: str) -> None:
         for c, s, wanted in self._later(compiler, sanitizer):
             group = [stage for stage in wanted if stage.program == program]
             if group and (c, s, program) not in self._started:
                 self._started.add((c, s, program))
-                self._pool.submit(self._build, c, s, group, program)
+                self._submit(self._build, c, s, group, program)
 
     def _later(self, compiler: str, sanitizer: str) -> list[tuple[str, str, list[Stage]]]:
         """The configurations of `compiler` judged after its `sanitizer` one."""

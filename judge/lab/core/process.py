@@ -8,6 +8,7 @@ import signal
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -125,6 +126,9 @@ def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
         proc = subprocess.Popen(argv, cwd=cwd, env=untranslated(env), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **who)
         _SPAWNED.add(proc.pid)
+    stop: Stop | None = getattr(_stoppable, "stop", None)
+    if stop is not None:
+        stop._started(proc.pid)
     out, err = Captured(), Captured()
     readers = [threading.Thread(target=_drain, args=(proc.stdout, keep_bytes, out), daemon=True),
                threading.Thread(target=_drain, args=(proc.stderr, keep_bytes, err, on_stderr_line), daemon=True)]
@@ -148,6 +152,8 @@ def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
         proc.wait()
         with _SPAWN_LOCK:
             _SPAWNED.discard(proc.pid)
+        if stop is not None:
+            stop._ended(proc.pid)
         _kill_strays()
     for t, stream in zip(readers, (proc.stdout, proc.stderr)):
         t.join(timeout=5)  # a grandchild that escaped the group may hold the pipe; give up on it
@@ -176,13 +182,45 @@ def forget(proc: subprocess.Popen) -> None:
         _SPAWNED.discard(proc.pid)
 
 
-def stop_all() -> None:
-    """Kills every program `run` started that still runs, in whichever thread: the judge was
-    interrupted (Ctrl-C), which only the main thread's program heard, and a build another thread
-    waits for must not keep the learner waiting in turn."""
-    with _SPAWN_LOCK:
-        for pid in _SPAWNED:
-            _kill_group(pid)
+class Stop:
+    """Lets one thread stop the programs another runs: a thread that runs them inside
+    `stoppable(stop)` has them killed by `stop.now()`, the one running then and any it starts
+    after. The judge stops the builds it started ahead for a configuration it will not
+    judge (judging._Prebuilds)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._groups: set[int] = set()
+        self._stopped = False
+
+    def now(self) -> None:
+        with self._lock:
+            self._stopped = True
+            for group in self._groups:
+                _kill_group(group)
+
+    def _started(self, group: int) -> None:
+        with self._lock:
+            self._groups.add(group)
+            if self._stopped:
+                _kill_group(group)
+
+    def _ended(self, group: int) -> None:
+        with self._lock:
+            self._groups.discard(group)
+
+
+_stoppable = threading.local()
+
+
+@contextmanager
+def stoppable(stop: Stop):
+    """Every program `run` starts in this thread, inside the block, can be killed by `stop`."""
+    _stoppable.stop = stop
+    try:
+        yield
+    finally:
+        _stoppable.stop = None
 
 
 def untranslated(env: dict[str, str] | None) -> dict[str, str]:
