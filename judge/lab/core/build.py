@@ -253,8 +253,13 @@ def build(tree: Path, target: str, timeout: float, beside: str = "") -> BuildRes
     """Builds `target`, and `beside` with it when given: what `beside` alone fails to build does not
     fail `target` (its diagnostics are dropped)."""
     env = dict(os.environ, NINJA_STATUS="", CLICOLOR="0", TERM="dumb")
+    # After a step fails, Ninja starts no other (the steps running finish, so every translation unit
+    # of the header compiled at once still says its first error): a first judge that meets a compile
+    # error reports it without first compiling what no edit changes. With `beside`, every step is
+    # tried, since its failure must not stop the target's.
+    keep_going = "0" if beside else "1"
     result = process.run(["cmake", "--build", str(tree), "--target", target, *([beside] if beside else []),
-                          "--", "-k", "0"], env=env, timeout=timeout, keep_bytes=400_000)
+                          "--", "-k", keep_going], env=env, timeout=timeout, keep_bytes=400_000)
     log = result.stdout.text() + result.stderr.text()
     diagnostics = parse_diagnostics(log)
     ok = result.returncode == 0 and not result.timed_out
