@@ -115,6 +115,11 @@ def tree_dir(compiler: str, sanitizer: str, impl: Impl, slot: str = "") -> Path:
     return BUILD_ROOT / (name + (f"-{slot}" if slot else ""))
 
 
+def request_tree(request: Request, compiler: str, sanitizer: str) -> Path:
+    """The tree a request builds in with one compiler and instrumentation (its tree_of's, if any)."""
+    return tree_dir(compiler, sanitizer, request.tree_of or request.impl, request.slot)
+
+
 @contextmanager
 def locked(tree: Path):
     tree.mkdir(parents=True, exist_ok=True)
@@ -185,7 +190,7 @@ def tests_built(request: Request, compiler: str, sanitizer: str, timeout: float,
     binary holds these stages alone (CMakeLists.txt's ALLOCLAB_ONLY_STAGES), so the others are not
     compiled. `beside`: given the configured tree, a target to build in the same build ("" for
     none), whose failure is not the test binary's (its list_ twin)."""
-    tree = tree_dir(compiler, sanitizer, request.tree_of or request.impl, request.slot)
+    tree = request_tree(request, compiler, sanitizer)
     target = f"test_{program_name(request.exercise.name, program)}"
     with locked(tree):
         yield tree / target, configure_and_build(tree, target, request, compiler, sanitizer, timeout,
@@ -197,7 +202,7 @@ def groundwork_built(request: Request, compiler: str, sanitizer: str, timeout: f
     """Configures the tree tests_built builds `program` in, and builds there what the program's
     first build compiles whatever the header under test holds (CMakeLists.txt's groundwork_
     targets): the precompiled header, its code, the files that do not include the header."""
-    tree = tree_dir(compiler, sanitizer, request.tree_of or request.impl, request.slot)
+    tree = request_tree(request, compiler, sanitizer)
     with locked(tree):
         return configure_and_build(tree, f"groundwork_{program_name(request.exercise.name, program)}", request,
                                    compiler, sanitizer, timeout, extra=_holding(only_stages))

@@ -84,24 +84,26 @@ class _Prebuilds:
         self._pool.submit(stoppable)
 
     def ahead(self, compiler: str, sanitizer: str) -> None:
-        for c, s, wanted in self._later(compiler, sanitizer):
-            group = [stage for stage in wanted if stage.program == ""]
-            if group and (c, s, "groundwork") not in self._started:
-                self._started.add((c, s, "groundwork"))
-                self._submit(build.groundwork_built, self._request, c, s, self._limits.build_timeout_seconds,
-                             "", _held(self._request, s, group, ""))
+        for c, s, group in self._not_started(compiler, sanitizer, "", "groundwork"):
+            self._submit(build.groundwork_built, self._request, c, s, self._limits.build_timeout_seconds,
+                         "", _held(self._request, s, group, ""))
 
     def after(self, compiler: str, sanitizer: str, program: str) -> None:
-        for c, s, wanted in self._later(compiler, sanitizer):
-            group = [stage for stage in wanted if stage.program == program]
-            if group and (c, s, program) not in self._started:
-                self._started.add((c, s, program))
-                self._submit(self._build, c, s, group, program)
+        for c, s, group in self._not_started(compiler, sanitizer, program, program):
+            self._submit(self._build, c, s, group, program)
 
-    def _later(self, compiler: str, sanitizer: str) -> list[tuple[str, str, list[Stage]]]:
-        """The configurations of `compiler` judged after its `sanitizer` one."""
+    def _not_started(self, compiler: str, sanitizer: str, program: str,
+                     work: str) -> list[tuple[str, str, list[Stage]]]:
+        """The configurations of `compiler` judged after its `sanitizer` one that judge stages of
+        `program`, with those stages, for which `work` was not started yet; marks it started."""
         mine = [(c, s, wanted) for c, s, wanted in self._plan if c == compiler]
-        return mine[[s for _, s, _ in mine].index(sanitizer) + 1:]
+        found = []
+        for c, s, wanted in mine[[s for _, s, _ in mine].index(sanitizer) + 1:]:
+            group = [stage for stage in wanted if stage.program == program]
+            if group and (c, s, work) not in self._started:
+                self._started.add((c, s, work))
+                found.append((c, s, group))
+        return found
 
     def _build(self, compiler: str, sanitizer: str, stages: list[Stage], program: str) -> None:
         with _tests_built(self._request, compiler, sanitizer, stages, program, self._limits):
