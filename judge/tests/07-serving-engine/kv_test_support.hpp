@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "failing_new.hpp"
-#include "kv_cache_manager.hpp"
+#include "manager_under_test.hpp"
 
 namespace alloclab::test {
 
@@ -33,7 +33,7 @@ inline std::string show(std::span<const int> v) {
 /// What a caller can see of a manager, as text: each request of `ids` (its tokens and block
 /// table, or "unknown"), the free and cached counts, the stats and every block's reference
 /// count. Two managers used the same way describe alike.
-inline std::string describe(const alloclab::KVCacheManager& m, const std::vector<int>& ids) {
+inline std::string describe(const kv::KVCacheManager& m, const std::vector<int>& ids) {
   std::string s;
   for (const int id : ids) {
     s += "request " + std::to_string(id) + ": ";
@@ -55,7 +55,7 @@ inline std::string describe(const alloclab::KVCacheManager& m, const std::vector
 /// Releases every request of `ids` still known, then admits one-token prompts no cache holds
 /// until none fits, and returns the blocks they got, in order: the pool's idle blocks, then
 /// the cached blocks in the order of eviction. Two managers in the same state drain alike.
-inline std::vector<int> drain(alloclab::KVCacheManager& m, const std::vector<int>& ids) {
+inline std::vector<int> drain(kv::KVCacheManager& m, const std::vector<int>& ids) {
   for (const int id : ids) {
     try {
       m.release(id);

@@ -1,7 +1,5 @@
 // How one sequence of calls runs on the manager under test and on the model (model.hpp), with
 // every observer compared after each call. stage5_model.cpp generates the sequences.
-#include "kv_cache_manager.hpp"
-
 #include <algorithm>
 #include <cstddef>
 #include <iterator>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "failing_new.hpp"
+#include "manager_under_test.hpp"
 #include "model.hpp"
 #include "model_calls.hpp"
 #include "model_check.hpp"
@@ -37,7 +36,7 @@ std::string shown_copies(const std::vector<Copy>& copies) {
   return s + "]";
 }
 
-std::string shown_copies(const std::vector<alloclab::BlockCopy>& copies) {
+std::string shown_copies(const std::vector<alloclab::test::kv::BlockCopy>& copies) {
   std::vector<Copy> same;
   for (const auto& c : copies) same.push_back({c.src, c.dst});
   return shown_copies(same);
@@ -396,7 +395,7 @@ class Run {
     same("m.stats().copies", want.copies, st.copies, "stats().copies counts the copies append_token ordered");
     if (copies_.size() != model_copies_.size() ||
         !std::equal(copies_.begin(), copies_.end(), model_copies_.begin(),
-                    [](const alloclab::BlockCopy& a, const Copy& b) { return a.src == b.src && a.dst == b.dst; })) {
+                    [](const alloclab::test::kv::BlockCopy& a, const Copy& b) { return a.src == b.src && a.dst == b.dst; })) {
       same("copies", shown_copies(model_copies_), shown_copies(copies_),
               "append_token adds {shared block, new block} at the end of `copies` for each copy-on-write, keeps what "
               "was there, and adds nothing otherwise");
@@ -414,9 +413,9 @@ class Run {
   Transcript t_;
   Called last_{Op::slot, 0, 0};
   bool threw_ = false;  // the last call threw std::bad_alloc when its heap allocation failed
-  alloclab::KVCacheManager m_;
+  alloclab::test::kv::KVCacheManager m_;
   Manager model_;
-  std::vector<alloclab::BlockCopy> copies_;
+  std::vector<alloclab::test::kv::BlockCopy> copies_;
   std::vector<Copy> model_copies_;
   std::vector<std::vector<int>> seen_;  // prompts admitted and requests released, to build prompts from
 };
@@ -429,7 +428,7 @@ void run(int blocks, int block_tokens, bool caching, const std::vector<Op>& ops)
                              std::to_string(block_tokens) + ", " + (caching ? "true" : "false") + ");";
     Transcript t(line);
     t.same(line, Outcome::invalid_argument,
-           outcome_of([&] { alloclab::KVCacheManager bad(blocks, block_tokens, caching); }),
+           outcome_of([&] { alloclab::test::kv::KVCacheManager bad(blocks, block_tokens, caching); }),
            "num_blocks < 0 or block_tokens <= 0 throws std::invalid_argument");
     return;
   }

@@ -1,11 +1,10 @@
 // Stage 1 — admission, block tables, slots and release, with prefix caching off: a request
 // holds ceil(len / block_tokens) blocks, takes a new one only when its last is full, and a
 // refused or failed call changes nothing.
-#include "kv_cache_manager.hpp"
+#include "manager_under_test.hpp"
 
 #include <optional>
 #include <stdexcept>
-#include <type_traits>
 #include <vector>
 
 #include "alloclab_test.hpp"
@@ -13,8 +12,8 @@
 
 namespace stage1_admission {
 
-using alloclab::BlockCopy;
-using alloclab::KVCacheManager;
+using alloclab::test::kv::BlockCopy;
+using alloclab::test::kv::KVCacheManager;
 using alloclab::test::describe;
 using alloclab::test::show;
 using alloclab::test::tokens;
@@ -33,10 +32,11 @@ TEST(KVAdmission, RejectsBadSizes) {
 }
 
 TEST(KVAdmission, AManagerCannotBeCopied) {
-  EXPECT_FALSE(std::is_copy_constructible_v<KVCacheManager>)
+  const auto traits = alloclab::test::kv::traits_of_the_manager();
+  EXPECT_FALSE(traits.copy_constructible)
       << "A copy would share the block numbers of every request with the original: two managers would hand "
          "out the same KV blocks. The copy constructor must be deleted.";
-  EXPECT_FALSE(std::is_copy_assignable_v<KVCacheManager>) << "The copy assignment must be deleted too.";
+  EXPECT_FALSE(traits.copy_assignable) << "The copy assignment must be deleted too.";
 }
 
 TEST(KVAdmission, APromptTakesCeilLenOverBlockTokensBlocks) {

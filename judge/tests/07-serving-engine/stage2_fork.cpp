@@ -1,7 +1,7 @@
 // Stage 2 — fork and copy-on-write: a child shares every block of its parent, and the first
 // write into a shared, partly filled last block gives the writer a private copy, reported so
 // that the engine copies the KV before it writes.
-#include "kv_cache_manager.hpp"
+#include "manager_under_test.hpp"
 
 #include <stdexcept>
 #include <vector>
@@ -11,8 +11,8 @@
 
 namespace stage2_fork {
 
-using alloclab::BlockCopy;
-using alloclab::KVCacheManager;
+using alloclab::test::kv::BlockCopy;
+using alloclab::test::kv::KVCacheManager;
 using alloclab::test::describe;
 using alloclab::test::show;
 using alloclab::test::tokens;

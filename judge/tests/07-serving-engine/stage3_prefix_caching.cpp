@@ -1,7 +1,7 @@
 // Stage 3 — prefix caching: a full block is found again by its whole prefix, never by its own
 // tokens alone; the last prompt token is always computed; idle blocks go before cached ones,
 // and the cached block unused longest goes first.
-#include "kv_cache_manager.hpp"
+#include "manager_under_test.hpp"
 
 #include <optional>
 #include <stdexcept>
@@ -12,8 +12,8 @@
 
 namespace stage3_prefix_caching {
 
-using alloclab::BlockCopy;
-using alloclab::KVCacheManager;
+using alloclab::test::kv::BlockCopy;
+using alloclab::test::kv::KVCacheManager;
 using alloclab::test::describe;
 using alloclab::test::show;
 using alloclab::test::tokens;

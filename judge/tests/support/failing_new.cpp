@@ -70,6 +70,12 @@ void fail_nth_new(long n) noexcept {
   failing_new::countdown.store(n > 0 ? n : 0, std::memory_order_relaxed);
 }
 
+long pause_failing_new() noexcept { return failing_new::countdown.exchange(0, std::memory_order_relaxed); }
+
+void resume_failing_new(long countdown) noexcept {
+  failing_new::countdown.store(countdown, std::memory_order_relaxed);
+}
+
 bool failed_new() noexcept { return failing_new::fired.load(std::memory_order_relaxed); }
 
 long news_in_use() noexcept { return failing_new::in_use.load(std::memory_order_relaxed); }
