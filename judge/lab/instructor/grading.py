@@ -216,11 +216,12 @@ def included_reference(exercise: Exercise, trees: list[Path]) -> str:
     """The reference header the judged test binary's objects were compiled with, if any: a header
     that includes the kit's own solution passes every test without a line of its own. The
     compiler's dependency records, which ninja keeps, say what each object included: those of
-    the exercise's test objects alone are read, not the whole tree's."""
+    the exercise's test objects alone are read (a program's seam_ objects among them: exercise 07's
+    engine includes the header there), not the whole tree's."""
     reference = exercise.solution_file.resolve()
-    target = re.compile(rf"test_{re.escape(exercise.name)}(-[a-z0-9-]+)?\.dir")
+    target = re.compile(rf"(test|seam)_{re.escape(exercise.name)}(-[a-z0-9-]+)?\.dir")
     for tree in trees:
-        folders = sorted((tree / "CMakeFiles").glob(f"test_{exercise.name}*.dir"))
+        folders = sorted(d for kind in ("test", "seam") for d in (tree / "CMakeFiles").glob(f"{kind}_{exercise.name}*.dir"))
         objects = [o.relative_to(tree).as_posix() for d in folders if target.fullmatch(d.name)
                    for o in sorted(d.rglob("*.o"))]
         if not objects:
