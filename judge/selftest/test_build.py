@@ -6,7 +6,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lab.core import build
+from lab.core import build, judging
 from lab.model import catalog as cat
 
 LOG = """[1/2] Building CXX object CMakeFiles/test_01-arena.dir/Unity/unity_0_cxx.cxx.o
@@ -59,31 +59,66 @@ class GroundworkTest(unittest.TestCase):
     """A later configuration's groundwork is built while the first builds the learner's code
     (judging._Prebuilds): were a file that includes the header part of it, a first judge would
     compile the learner's code twice at once, and a compile error would be met in a build nobody
-    reads."""
+    reads. And what an edit recompiles is only what includes the header."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not all(shutil.which(t) for t in ("cmake", "ninja", "clang++")):
+            raise unittest.SkipTest("toolchain not installed")
+        cls.tmp = tempfile.TemporaryDirectory()
+        done = subprocess.run(["cmake", "-S", str(cat.ROOT), "-B", cls.tmp.name, "-G", "Ninja", "-Wno-dev",
+                               "-DCMAKE_CXX_COMPILER=clang++", "-DALLOCLAB_SANITIZER=asan"],
+                              capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            cls.tmp.cleanup()
+            raise AssertionError(done.stderr[-2000:])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def sources(self, target: str) -> list[Path]:
+        """The C++ files `target` compiles, its dependencies' included."""
+        inputs = subprocess.run(["ninja", "-C", self.tmp.name, "-t", "inputs", target], capture_output=True,
+                                text=True, timeout=60).stdout.split()
+        return [Path(i) if Path(i).is_absolute() else Path(self.tmp.name) / i for i in inputs
+                if i.endswith((".cpp", ".cxx", ".pch"))]
 
     def test_the_groundwork_holds_the_precompiled_header_and_no_file_with_the_header(self):
-        if not all(shutil.which(t) for t in ("cmake", "ninja", "clang++")):
-            self.skipTest("toolchain not installed")
-        with tempfile.TemporaryDirectory() as tmp:
-            done = subprocess.run(["cmake", "-S", str(cat.ROOT), "-B", tmp, "-G", "Ninja", "-Wno-dev",
-                                   "-DCMAKE_CXX_COMPILER=clang++", "-DALLOCLAB_SANITIZER=asan"],
-                                  capture_output=True, text=True, timeout=300)
-            self.assertEqual(done.returncode, 0, done.stderr[-2000:])
-            for exercise in cat.load().exercises:
-                target = f"groundwork_{exercise.name}"
-                inputs = subprocess.run(["ninja", "-C", tmp, "-t", "inputs", target], capture_output=True,
-                                        text=True, timeout=60).stdout.split()
-                self.assertTrue(any(i.endswith("cmake_pch.hxx.pch") for i in inputs), f"{target}: {inputs}")
-                self.assertEqual([i for i in inputs if "CMakeFiles/test_" in i or "CMakeFiles/list_" in i], [],
-                                 f"{target} builds a test binary's own objects")
-                sources = [Path(i) if Path(i).is_absolute() else Path(tmp) / i for i in inputs
-                           if i.endswith((".cpp", ".cxx"))]
-                with_header = [s.name for s in sources if f'#include "{exercise.header}"' in s.read_text()]
-                self.assertEqual(with_header, [], f"{target} compiles files that include {exercise.header}")
-                model = [s for s in exercise.tests_dir.glob("stage*_model.cpp")]
-                self.assertTrue(all(m in sources for m in model),
-                                f"{target}: the model stage's generators are groundwork, {model} not in {sources}")
+        for exercise in cat.load().exercises:
+            target = f"groundwork_{exercise.name}"
+            sources = self.sources(target)
+            self.assertTrue(any(s.name == "cmake_pch.hxx.pch" for s in sources), f"{target}: {sources}")
+            self.assertEqual([s for s in sources if "CMakeFiles/test_" in str(s) or "CMakeFiles/list_" in str(s)], [],
+                             f"{target} builds a test binary's own objects")
+            with_header = [s.name for s in sources if s.suffix != ".pch" and
+                           f'#include "{exercise.header}"' in s.read_text()]
+            self.assertEqual(with_header, [], f"{target} compiles files that include {exercise.header}")
+            model = [s for s in exercise.tests_dir.glob("stage*_model.cpp")]
+            self.assertTrue(all(m in sources for m in model),
+                            f"{target}: the model stage's generators are groundwork, {model} not in {sources}")
 
+    def test_exercise_07s_tests_and_engine_reach_the_header_through_one_file_each(self):
+        exercise = cat.load().resolve("7")
+        own = [p.name for p in sorted(exercise.tests_dir.glob("*.cpp"))
+               if f'#include "{exercise.header}"' in p.read_text()]
+        self.assertEqual(own, ["manager_under_test.cpp"],
+                         "exercise 07's test files reach the manager through manager_under_test.hpp, so that an "
+                         "edit of the header recompiles one file, not every test file")
+        groundwork = self.sources(f"groundwork_{exercise.name}")
+        unity = "".join(s.read_text() for s in groundwork if s.suffix == ".cxx")  # the files a unit includes
+        for name in ("stage1_admission.cpp", "stage3_prefix_caching.cpp", "model_run.cpp"):
+            self.assertTrue(exercise.tests_dir / name in groundwork or str(exercise.tests_dir / name) in unity,
+                            f"{name} is compiled once per tree: {groundwork}")
+        seam = f"seam_{build.program_name(exercise.name, 'engine')}"
+        compiled = [s.name for s in self.sources(seam) if s.suffix == ".cpp"]
+        self.assertIn("paged_manager.cpp", compiled, f"{seam} compiles the engine's one file that includes the header")
+        self.assertNotIn("stage4_engine.cpp", compiled, f"{seam} compiles none of the engine's tests")
+        request = build.Request(exercise, build.Impl("exercises"), ("clang",))
+        self.assertEqual(judging._seams(request, "asan"), (seam,),
+                         "the main program's build compiles the engine's seam along")
+        self.assertEqual(judging._seams(build.Request(exercise, build.Impl("exercises"), ("clang",), stages=(1,)),
+                                        "asan"), (), "a judge of stage 1 alone builds nothing of the engine")
 
 if __name__ == "__main__":
     unittest.main()
