@@ -102,9 +102,9 @@ class GroundworkTest(unittest.TestCase):
         exercise = cat.load().resolve("7")
         own = [p.name for p in sorted(exercise.tests_dir.glob("*.cpp"))
                if f'#include "{exercise.header}"' in p.read_text()]
-        self.assertEqual(own, ["manager_under_test.cpp"],
+        self.assertEqual(own, ["header_in_a_second_unit.cpp", "manager_under_test.cpp"],
                          "exercise 07's test files reach the manager through manager_under_test.hpp, so that an "
-                         "edit of the header recompiles one file, not every test file")
+                         "edit of the header recompiles two small files, not every test file")
         groundwork = self.sources(f"groundwork_{exercise.name}")
         unity = "".join(s.read_text() for s in groundwork if s.suffix == ".cxx")  # the files a unit includes
         for name in ("stage1_admission.cpp", "stage3_prefix_caching.cpp", "model_run.cpp"):

@@ -1,6 +1,7 @@
-// The one test file that includes the learner's header: each member of the tests' KVCacheManager
+// The test file that calls the learner's header: each member of the tests' KVCacheManager
 // (manager_under_test.hpp) calls the learner's member of the same name, and converts what crosses
-// between the two sets of types field by field. An edit of the header recompiles this file alone.
+// between the two sets of types field by field. An edit of the header recompiles this file and
+// header_in_a_second_unit.cpp, which only includes the header, and no test.
 #include "kv_cache_manager.hpp"
 
 #include <optional>
@@ -74,19 +75,24 @@ bool KVCacheManager::append_token(RequestId r, int token, std::vector<BlockCopy>
 
 void KVCacheManager::fork(RequestId parent, RequestId child) { learners_->m.fork(parent, child); }
 void KVCacheManager::release(RequestId r) { learners_->m.release(r); }
-std::span<const int> KVCacheManager::block_table(RequestId r) const { return learners_->m.block_table(r); }
-int KVCacheManager::num_tokens(RequestId r) const { return learners_->m.num_tokens(r); }
-int KVCacheManager::slot(RequestId r, int position) const { return learners_->m.slot(r, position); }
-int KVCacheManager::num_free_blocks() const { return learners_->m.num_free_blocks(); }
-int KVCacheManager::num_cached_blocks() const { return learners_->m.num_cached_blocks(); }
+
+// The observers are called on a const manager, as a caller holding a const reference would: an
+// observer the learner did not declare const does not compile here.
+std::span<const int> KVCacheManager::block_table(RequestId r) const {
+  return std::as_const(learners_->m).block_table(r);
+}
+int KVCacheManager::num_tokens(RequestId r) const { return std::as_const(learners_->m).num_tokens(r); }
+int KVCacheManager::slot(RequestId r, int position) const { return std::as_const(learners_->m).slot(r, position); }
+int KVCacheManager::num_free_blocks() const { return std::as_const(learners_->m).num_free_blocks(); }
+int KVCacheManager::num_cached_blocks() const { return std::as_const(learners_->m).num_cached_blocks(); }
 
 PrefixCacheStats KVCacheManager::stats() const {
-  const alloclab::PrefixCacheStats s = learners_->m.stats();
+  const alloclab::PrefixCacheStats s = std::as_const(learners_->m).stats();
   return {s.queried_tokens, s.hit_tokens, s.evictions, s.copies};
 }
 
-int PoolView::num_blocks() const { return owner_.learners_->m.pool().num_blocks(); }
-int PoolView::num_free() const { return owner_.learners_->m.pool().num_free(); }
-int PoolView::refcount(int block) const { return owner_.learners_->m.pool().refcount(block); }
+int PoolView::num_blocks() const { return std::as_const(owner_.learners_->m).pool().num_blocks(); }
+int PoolView::num_free() const { return std::as_const(owner_.learners_->m).pool().num_free(); }
+int PoolView::refcount(int block) const { return std::as_const(owner_.learners_->m).pool().refcount(block); }
 
 }  // namespace alloclab::test::kv
