@@ -125,18 +125,7 @@ def _tests_built(request: Request, compiler: str, sanitizer: str, stages: list[S
     def list_beside(tree: Path) -> str:   # the first build of a tree builds its list_ twin with it
         return listing.to_build(tree, request.exercise, request.impl, program)
     return build.tests_built(request, compiler, sanitizer, limits.build_timeout_seconds, program,
-                             _held(request, sanitizer, stages, program), list_beside,
-                             () if program else _seams(request, sanitizer))
-
-
-def _seams(request: Request, sanitizer: str) -> tuple[str, ...]:
-    """The seam_ targets of the exercise's other programs judged in this configuration (exercise
-    07's engine: the one file of it that includes the header). The main program's build compiles
-    them on the other core, so that an edit is compiled once, by both cores at once, and a program
-    whose turn comes only links; a try that fails a stage before it has spent a core's second."""
-    wanted = {s.program for s in request.exercise.stages if s.program and sanitizer in s.sanitizers
-              and (not request.stages or s.number in request.stages)}
-    return tuple(f"seam_{build.program_name(request.exercise.name, p)}" for p in sorted(wanted))
+                             _held(request, sanitizer, stages, program), list_beside)
 
 
 def judge(request: Request, limits: Limits) -> Verdict:

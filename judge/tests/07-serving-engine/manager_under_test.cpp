@@ -1,7 +1,7 @@
 // The test file that calls the learner's header: each member of the tests' KVCacheManager
 // (manager_under_test.hpp) calls the learner's member of the same name, and converts what crosses
-// between the two sets of types field by field. An edit of the header recompiles this file and
-// header_in_a_second_unit.cpp, which only includes the header, and no test.
+// between the two sets of types field by field. An edit of the header recompiles this file, and
+// no test.
 #include "kv_cache_manager.hpp"
 
 #include <optional>

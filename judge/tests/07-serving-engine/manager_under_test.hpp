@@ -1,11 +1,10 @@
 // The learner's KVCacheManager as exercise 07's tests see it: a class of the same names and
 // signatures, in the tests' own namespace, whose every member calls the learner's through one
-// file, manager_under_test.cpp (with header_in_a_second_unit.cpp, the only test files that include
-// kv_cache_manager.hpp).
+// file, manager_under_test.cpp, the only test file that includes kv_cache_manager.hpp.
 //
 // Why: the test files are most of what a judge compiles, and none of them changes when the
 // learner's header does. Behind this seam they are compiled once per build tree; an edit of the
-// header recompiles those two small files, as the engine's stage recompiles only
+// header recompiles that small file, as the engine's stage recompiles only
 // judge/engine/paged_manager.cpp. Exercise 07's interface can sit behind a seam because it has
 // no templates; the other exercises' tests instantiate the learner's templates and cannot.
 //
