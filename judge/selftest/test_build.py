@@ -77,11 +77,14 @@ class GroundworkTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
+    def inputs(self, target: str) -> list[str]:
+        """What `target` is built from, its dependencies' inputs included, as Ninja names them."""
+        return subprocess.run(["ninja", "-C", self.tmp.name, "-t", "inputs", target], capture_output=True,
+                              text=True, timeout=60).stdout.split()
+
     def sources(self, target: str) -> list[Path]:
         """The C++ files `target` compiles, its dependencies' included."""
-        inputs = subprocess.run(["ninja", "-C", self.tmp.name, "-t", "inputs", target], capture_output=True,
-                                text=True, timeout=60).stdout.split()
-        return [Path(i) if Path(i).is_absolute() else Path(self.tmp.name) / i for i in inputs
+        return [Path(i) if Path(i).is_absolute() else Path(self.tmp.name) / i for i in self.inputs(target)
                 if i.endswith((".cpp", ".cxx", ".pch"))]
 
     def test_the_groundwork_holds_the_precompiled_header_and_no_file_with_the_header(self):
@@ -114,9 +117,8 @@ class GroundworkTest(unittest.TestCase):
         compiled = [s.name for s in self.sources(seam) if s.suffix == ".cpp"]
         self.assertIn("paged_manager.cpp", compiled, f"{seam} compiles the engine's one file that includes the header")
         self.assertNotIn("stage4_engine.cpp", compiled, f"{seam} compiles none of the engine's tests")
-        linked = subprocess.run(["ninja", "-C", self.tmp.name, "-t", "inputs", f"test_{exercise.name}"],
-                                capture_output=True, text=True, timeout=60).stdout.split()
-        self.assertTrue(any(f"{seam}.dir/" in i and i.endswith("paged_manager.cpp.o") for i in linked),
+        self.assertTrue(any(f"{seam}.dir/" in i and i.endswith("paged_manager.cpp.o")
+                            for i in self.inputs(f"test_{exercise.name}")),
                         "the main test binary links the engine's seam: its build compiles it beside the tests' own "
                         "(both cores after an edit), and the header is in two of its units, so that a function it "
                         "defines without inline is defined twice")

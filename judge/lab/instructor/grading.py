@@ -221,7 +221,7 @@ def included_reference(exercise: Exercise, trees: list[Path]) -> str:
     reference = exercise.solution_file.resolve()
     target = re.compile(rf"(test|seam)_{re.escape(exercise.name)}(-[a-z0-9-]+)?\.dir")
     for tree in trees:
-        folders = sorted(d for kind in ("test", "seam") for d in (tree / "CMakeFiles").glob(f"{kind}_{exercise.name}*.dir"))
+        folders = sorted((tree / "CMakeFiles").glob(f"*_{exercise.name}*.dir"))
         objects = [o.relative_to(tree).as_posix() for d in folders if target.fullmatch(d.name)
                    for o in sorted(d.rglob("*.o"))]
         if not objects:

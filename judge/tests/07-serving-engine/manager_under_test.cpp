@@ -44,33 +44,33 @@ std::optional<int> KVCacheManager::admit(RequestId r, std::span<const int> promp
   return learners_->m.admit(r, prompt);
 }
 
+namespace {
+
+/// `from`'s copies as `To`, with `from`'s capacity, allocated outside the count of a failing heap.
+template <class To, class From>
+std::vector<To> converted(const std::vector<From>& from) {
+  const UncountedNew uncounted;
+  std::vector<To> to;
+  to.reserve(from.capacity());
+  for (const From& c : from) to.push_back({c.src, c.dst});
+  return to;
+}
+
+}  // namespace
+
 bool KVCacheManager::append_token(RequestId r, int token, std::vector<BlockCopy>& copies) {
   // The learner's vector holds what `copies` holds with the same capacity, so that its
   // push_back allocates (and fails, under a failing heap) exactly when it would on `copies`; and
-  // `copies` gets back whatever the call left in it, whether the call returned or threw. Neither
-  // copy counts as an allocation of the call (UncountedNew).
-  std::vector<alloclab::BlockCopy> theirs;
-  {
-    const UncountedNew uncounted;
-    theirs.reserve(copies.capacity());
-    for (const BlockCopy& c : copies) theirs.push_back({c.src, c.dst});
-  }
-  auto give_back = [&] {
-    const UncountedNew uncounted;
-    std::vector<BlockCopy> back;
-    back.reserve(theirs.capacity());
-    for (const alloclab::BlockCopy& c : theirs) back.push_back({c.src, c.dst});
-    copies.swap(back);
-  };
-  bool appended = false;
+  // `copies` gets back whatever the call left in it, whether the call returned or threw.
+  std::vector<alloclab::BlockCopy> theirs = converted<alloclab::BlockCopy>(copies);
   try {
-    appended = learners_->m.append_token(r, token, theirs);
+    const bool appended = learners_->m.append_token(r, token, theirs);
+    copies = converted<BlockCopy>(theirs);
+    return appended;
   } catch (...) {
-    give_back();
+    copies = converted<BlockCopy>(theirs);
     throw;
   }
-  give_back();
-  return appended;
 }
 
 void KVCacheManager::fork(RequestId parent, RequestId child) { learners_->m.fork(parent, child); }

@@ -21,6 +21,8 @@ namespace {
 using alloclab::test::model::Outcome;
 using alloclab::test::model::outcome_of;
 using alloclab::test::model::Transcript;
+using alloclab::test::kv::BlockCopy;
+using alloclab::test::kv::KVCacheManager;
 
 std::string listed(const std::vector<int>& v) {
   std::string s;
@@ -36,7 +38,7 @@ std::string shown_copies(const std::vector<Copy>& copies) {
   return s + "]";
 }
 
-std::string shown_copies(const std::vector<alloclab::test::kv::BlockCopy>& copies) {
+std::string shown_copies(const std::vector<BlockCopy>& copies) {
   std::vector<Copy> same;
   for (const auto& c : copies) same.push_back({c.src, c.dst});
   return shown_copies(same);
@@ -395,7 +397,7 @@ class Run {
     same("m.stats().copies", want.copies, st.copies, "stats().copies counts the copies append_token ordered");
     if (copies_.size() != model_copies_.size() ||
         !std::equal(copies_.begin(), copies_.end(), model_copies_.begin(),
-                    [](const alloclab::test::kv::BlockCopy& a, const Copy& b) { return a.src == b.src && a.dst == b.dst; })) {
+                    [](const BlockCopy& a, const Copy& b) { return a.src == b.src && a.dst == b.dst; })) {
       same("copies", shown_copies(model_copies_), shown_copies(copies_),
               "append_token adds {shared block, new block} at the end of `copies` for each copy-on-write, keeps what "
               "was there, and adds nothing otherwise");
@@ -413,9 +415,9 @@ class Run {
   Transcript t_;
   Called last_{Op::slot, 0, 0};
   bool threw_ = false;  // the last call threw std::bad_alloc when its heap allocation failed
-  alloclab::test::kv::KVCacheManager m_;
+  KVCacheManager m_;
   Manager model_;
-  std::vector<alloclab::test::kv::BlockCopy> copies_;
+  std::vector<BlockCopy> copies_;
   std::vector<Copy> model_copies_;
   std::vector<std::vector<int>> seen_;  // prompts admitted and requests released, to build prompts from
 };
@@ -428,7 +430,7 @@ void run(int blocks, int block_tokens, bool caching, const std::vector<Op>& ops)
                              std::to_string(block_tokens) + ", " + (caching ? "true" : "false") + ");";
     Transcript t(line);
     t.same(line, Outcome::invalid_argument,
-           outcome_of([&] { alloclab::test::kv::KVCacheManager bad(blocks, block_tokens, caching); }),
+           outcome_of([&] { KVCacheManager bad(blocks, block_tokens, caching); }),
            "num_blocks < 0 or block_tokens <= 0 throws std::invalid_argument");
     return;
   }
