@@ -1,4 +1,4 @@
-// Helpers shared by the stages of exercise 06. Included after ring_allocator.hpp.
+// Helpers shared by the stages of exercise 06.
 #pragma once
 
 #include <cstddef>

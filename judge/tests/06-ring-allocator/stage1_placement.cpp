@@ -1,5 +1,5 @@
 // Stage 1 — placement, alignment and capacity, on one thread and within the first lap.
-#include "ring_allocator.hpp"
+#include "ring_under_test.hpp"
 
 #include <cstdint>
 #include <new>
@@ -12,7 +12,7 @@
 
 namespace stage1_placement {
 
-using alloclab::RingBumpAllocator;
+using alloclab::test::ring::RingBumpAllocator;
 using alloclab::test::address;
 using alloclab::test::ring::fill;
 using alloclab::test::ring::first_changed;
@@ -35,9 +35,10 @@ TEST(RingPlacement, ThrowsBadAllocForACapacityThatCannotBeMapped) {
 }
 
 TEST(RingPlacement, IsNotCopyable) {
-  EXPECT_FALSE(std::is_copy_constructible_v<RingBumpAllocator>)
+  const alloclab::test::ring::RingTraits traits = alloclab::test::ring::traits_of_the_ring();
+  EXPECT_FALSE(traits.copy_constructible)
       << "RingBumpAllocator must not be copy-constructible: two copies would unmap the same buffer.";
-  EXPECT_FALSE(std::is_copy_assignable_v<RingBumpAllocator>)
+  EXPECT_FALSE(traits.copy_assignable)
       << "RingBumpAllocator must not be copy-assignable: two rings would unmap the same buffer.";
 }
 

@@ -1,6 +1,6 @@
 // Stage 2 — laps: reclaim, the wrap to offset 0, the skipped tail, refusal when full, and many
 // laps checked call by call against a plain model of the contract. One thread.
-#include "ring_allocator.hpp"
+#include "ring_under_test.hpp"
 
 #include <cstdint>
 #include <deque>
@@ -14,7 +14,7 @@
 
 namespace stage2_laps {
 
-using alloclab::RingBumpAllocator;
+using alloclab::test::ring::RingBumpAllocator;
 using alloclab::test::ring::Block;
 using alloclab::test::ring::fill;
 using alloclab::test::ring::first_changed;

@@ -8,7 +8,7 @@
 // order nothing. So the only edge from the consumer's reads of a step to the producer's next
 // writes of the same bytes is the ring's own tail, and ThreadSanitizer reports a ring that
 // does not make one. The work is a fixed number of steps, never a time.
-#include "ring_allocator.hpp"
+#include "ring_under_test.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include <memory>
 #include <new>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,7 +26,7 @@
 
 namespace stage3_two_threads {
 
-using alloclab::RingBumpAllocator;
+using alloclab::test::ring::RingBumpAllocator;
 using alloclab::test::ring::Block;
 using alloclab::test::ring::fill;
 using alloclab::test::ring::first_changed;
@@ -155,37 +156,36 @@ void expect_sound(const Workload& w, const Outcome& out) {
 // without a wrap, and a refusal that must look at the tail), and the tail.
 struct Writers {
   std::set<std::size_t> producer, consumer;
+  std::size_t object_size = 0;  // sizeof the learner's type
 };
 
 Writers bytes_each_thread_writes() {
-  constexpr std::size_t kAlign = alignof(RingBumpAllocator) > 64 ? alignof(RingBumpAllocator) : 64;
-  alignas(kAlign) unsigned char storage[sizeof(RingBumpAllocator)];
-  std::memset(storage, 0xA5, sizeof storage);
-  auto* ring = new (storage) RingBumpAllocator(4096);
+  alloclab::test::ring::RingInPlace ring(4096);
+  const std::span<const unsigned char> object = ring.bytes();
   Writers out;
-  unsigned char before[sizeof storage];
+  out.object_size = object.size();
+  std::vector<unsigned char> before(object.size());
   auto record = [&](std::set<std::size_t>& into, auto&& call) {
-    std::memcpy(before, storage, sizeof storage);
+    std::memcpy(before.data(), object.data(), object.size());
     call();
-    for (std::size_t i = 0; i < sizeof storage; ++i)
-      if (storage[i] != before[i]) into.insert(i);
+    for (std::size_t i = 0; i < object.size(); ++i)
+      if (object[i] != before[i]) into.insert(i);
   };
   auto produce = [&](std::size_t n) {
     bool ok = false;
-    record(out.producer, [&] { ok = ring->allocate(n, 64) != nullptr; });
+    record(out.producer, [&] { ok = ring.allocate(n, 64) != nullptr; });
     return ok;
   };
-  auto consume = [&](std::uint64_t c) { record(out.consumer, [&] { ring->reclaim(c); }); };
+  auto consume = [&](std::uint64_t c) { record(out.consumer, [&] { ring.reclaim(c); }); };
   const bool first = produce(1000);
-  const std::uint64_t step1 = ring->checkpoint();
+  const std::uint64_t step1 = ring.checkpoint();
   const bool second = produce(1000);
   consume(step1);
   const bool third = produce(2000);    // ends at offset 4048, 3048 bytes ahead of the tail
   const bool refused = !produce(2000);  // would wrap to offset 0 and run into the second step
-  consume(ring->checkpoint());
+  consume(ring.checkpoint());
   const bool wrapped = produce(2000);  // wraps to offset 0
-  consume(ring->checkpoint());
-  std::destroy_at(ring);
+  consume(ring.checkpoint());
   EXPECT_TRUE(first && second && third && refused && wrapped)
       << "On a ring of 4096 bytes: allocate(1000, 64) twice, reclaim the first step, allocate(2000, 64) must "
          "succeed, a second allocate(2000, 64) must be refused, and after reclaiming everything it must succeed.";
@@ -204,7 +204,7 @@ TEST(RingTwoThreads, HeadAndTailLiveOnDifferentCacheLines) {
                  " (written by reclaim) are both in bytes [" + std::to_string(i / 64 * 64) + ", " +
                  std::to_string(i / 64 * 64 + 64) + ")";
   EXPECT_EQ(shared, "")
-      << "Of the ring object (" << sizeof(RingBumpAllocator) << " bytes, placed on a 64-byte boundary), " << shared
+      << "Of the ring object (" << w.object_size << " bytes, placed on a 64-byte boundary), " << shared
       << ": one 64-byte cache line holds something the producer writes and something the consumer writes. Every "
          "reclaim would then take the line away from the producer's core and every allocate would take it back, "
          "though the two threads never touch the same variable: false sharing. Give the tail a line of its own "

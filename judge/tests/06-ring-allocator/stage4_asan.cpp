@@ -8,7 +8,7 @@
 // ASan keeps one shadow byte per 8 bytes ("granule") and can only say "the first k bytes of
 // this granule are live". So every block checked here starts on an 8-aligned address, and a
 // poisoned byte is only expected where a granule's live bytes would not have to follow it.
-#include "ring_allocator.hpp"
+#include "ring_under_test.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -21,7 +21,7 @@
 
 namespace stage4_asan {
 
-using alloclab::RingBumpAllocator;
+using alloclab::test::ring::RingBumpAllocator;
 using alloclab::test::first_poisoned;
 using alloclab::test::is_poisoned;
 using alloclab::test::XorShift;
