@@ -123,5 +123,19 @@ class GroundworkTest(unittest.TestCase):
                         "(both cores after an edit), and the header is in two of its units, so that a function it "
                         "defines without inline is defined twice")
 
+    def test_exercises_01_and_06_reach_the_header_through_a_seam_and_the_models_runner(self):
+        for number, seam in (("1", "arena_under_test.cpp"), ("6", "ring_under_test.cpp")):
+            exercise = cat.load().resolve(number)
+            own = [p.name for p in sorted(exercise.tests_dir.glob("*.cpp"))
+                   if f'#include "{exercise.header}"' in p.read_text()]
+            self.assertEqual(own, sorted([seam, "model_run.cpp"]),
+                             f"exercise {exercise.name}'s stage files reach the header through {seam}, so that an "
+                             "edit recompiles it and the model's runner, not every stage file; the two units that "
+                             "include the header make a function it defines without inline fail the link")
+            groundwork = self.sources(f"groundwork_{exercise.name}")
+            unity = "".join(s.read_text() for s in groundwork if s.suffix == ".cxx")
+            for stage in sorted(exercise.tests_dir.glob("stage[1-4]_*.cpp")):
+                self.assertIn(str(stage), unity, f"{stage.name} is compiled once per tree: {groundwork}")
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,18 +1,17 @@
 // Stage 1 — basics: allocate, used, capacity, and a failed request that leaves no trace.
-#include "arena.hpp"
+#include "arena_under_test.hpp"
 
 #include <climits>
 #include <cstddef>
 #include <cstring>
 #include <new>
 #include <stdexcept>
-#include <type_traits>
 
 #include "alloclab_test.hpp"
 
 namespace stage1_basics {
 
-using alloclab::Arena;
+using alloclab::test::arena::Arena;
 using alloclab::test::address;
 
 TEST(ArenaBasics, RejectsZeroCapacity) {
@@ -22,9 +21,10 @@ TEST(ArenaBasics, RejectsZeroCapacity) {
 }
 
 TEST(ArenaBasics, IsNotCopyable) {
-  EXPECT_FALSE(std::is_copy_constructible_v<Arena>)
+  const alloclab::test::arena::ArenaTraits traits = alloclab::test::arena::traits_of_the_arena();
+  EXPECT_FALSE(traits.copy_constructible)
       << "Arena must not be copy-constructible: two copies would own, and free, the same buffer.";
-  EXPECT_FALSE(std::is_copy_assignable_v<Arena>)
+  EXPECT_FALSE(traits.copy_assignable)
       << "Arena must not be copy-assignable: two arenas would own, and free, the same buffer.";
 }
 

@@ -1,5 +1,5 @@
 // Stage 2 — alignment: absolute addresses, invalid alignments, alloc_array and its overflow check.
-#include "arena.hpp"
+#include "arena_under_test.hpp"
 
 #include <climits>
 #include <cstddef>
@@ -14,18 +14,10 @@
 
 namespace stage2_alignment {
 
-using alloclab::Arena;
 using alloclab::test::address;
-
-// A type whose alignment is larger than alignof(std::max_align_t), like a cache line.
-struct alignas(64) CacheLine {
-  unsigned char bytes[64];
-};
-
-// 24 bytes: SIZE_MAX / 24 + 1 of them wrap around to 8 bytes when multiplied.
-struct Triple {
-  std::uint64_t a, b, c;
-};
+using alloclab::test::arena::Arena;
+using alloclab::test::arena::CacheLine;
+using alloclab::test::arena::Triple;
 
 TEST(ArenaAlignment, BufferIsPageAligned) {
   // On a new arena, allocate(1, 1) needs no padding, so it returns the buffer's start

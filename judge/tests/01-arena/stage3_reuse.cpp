@@ -1,5 +1,5 @@
 // Stage 3 — reuse: reset, peak, mark and rewind.
-#include "arena.hpp"
+#include "arena_under_test.hpp"
 
 #include <cstddef>
 #include <cstring>
@@ -9,7 +9,7 @@
 
 namespace stage3_reuse {
 
-using alloclab::Arena;
+using alloclab::test::arena::Arena;
 
 // The requests of one "step": mixed sizes and alignments, as a decode step's temporaries.
 struct Request {

@@ -5,7 +5,7 @@
 // bytes of this granule are live and the rest are not", but not a hole at the start of a
 // granule. Every expectation below is one it can express: allocations start on an
 // 8-aligned address whenever a byte right before them is checked.
-#include "arena.hpp"
+#include "arena_under_test.hpp"
 
 #include <cstddef>
 #include <cstring>
@@ -15,7 +15,7 @@
 
 namespace stage4_asan {
 
-using alloclab::Arena;
+using alloclab::test::arena::Arena;
 using alloclab::test::address;
 using alloclab::test::first_poisoned;
 using alloclab::test::heap_bytes_in_use;
