@@ -54,10 +54,10 @@ class _Prebuilds:
     tests, so that the two cores work on both side by side instead of taking them in turn. When a
     compiler's first configuration starts, the trees of its later ones are configured and their
     groundwork built (what compiles whatever the header holds: on a first judge, seconds of one
-    core). A program is prebuilt in the later configurations of the same compiler once it built in
-    the first (the main program), or once the first starts building it (a program of its own,
-    which only starts once the stages before it pass). When the later configuration's turn comes,
-    its build finds the work done."""
+    core). A program is prebuilt in the later configurations of the same compiler once the first
+    starts building it (a program of its own only starts once the stages before it pass): after an
+    edit the two configurations compile side by side, and a compile error in the first stops the
+    later one's build. When the later configuration's turn comes, its build finds the work done."""
 
     def __init__(self, request: Request, limits: Limits, plan: list[tuple[str, str, list[Stage]]]):
         self._request, self._limits, self._plan = request, limits, plan
@@ -225,10 +225,9 @@ def _judge_config(request: Request, compiler: str, sanitizer: str, stages: list[
                        "of its own, long to build)")
             judged += _not_judged(compiler, sanitizer, group, _from_source(request.exercise, group), waiting).stages
             continue
-        if program:
-            prebuilds.after(compiler, sanitizer, program)
+        prebuilds.after(compiler, sanitizer, program)
         stage_results, summary, hung_here = _judge_program(request, compiler, sanitizer, group, focus, limits, macros,
-                                                           program, prebuilds)
+                                                           program)
         judged += stage_results
         hung = hung or (hung_here and not program)
         result.build.seconds += summary.seconds
@@ -249,8 +248,7 @@ def _numbered(numbers: list[int]) -> str:
 
 
 def _judge_program(request: Request, compiler: str, sanitizer: str, stages: list[Stage], focus: Path,
-                   limits: Limits, macros: _MacroCheck, program: str,
-                   prebuilds: _Prebuilds) -> tuple[list[StageResult], BuildSummary, bool]:
+                   limits: Limits, macros: _MacroCheck, program: str) -> tuple[list[StageResult], BuildSummary, bool]:
     """Builds one test program of the exercise and runs its stages."""
     exercise, impl = request.exercise, request.impl
     with _tests_built(request, compiler, sanitizer, stages, program, limits) as (binary, built):
@@ -259,8 +257,6 @@ def _judge_program(request: Request, compiler: str, sanitizer: str, stages: list
         macros.start(binary.parent, binary.name)   # a header that breaks the build by tampering is told so too
         if not built.ok:
             return [StageResult(s.number, s.suite, s.title, s.goal, StageStatus.NOT_BUILT) for s in stages], summary, False
-        if not program:
-            prebuilds.after(compiler, sanitizer, program)
         listed = time.monotonic()
         expected = expected_tests(binary.parent, exercise, impl, stages, limits, program)
         summary.seconds += time.monotonic() - listed  # the listing build, when the tests changed
