@@ -1,6 +1,6 @@
 // The stage file that calls the learner's header: each member of the tests' Arena
 // (arena_under_test.hpp) calls the learner's member of the same name. An edit of the header
-// recompiles this file and model_run.cpp, and no stage file.
+// recompiles this file and header_in_a_second_unit.cpp, and no stage file.
 #include "arena.hpp"
 
 #include <cstddef>

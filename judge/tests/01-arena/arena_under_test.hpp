@@ -1,10 +1,10 @@
 // The learner's Arena as exercise 01's tests see it: a class of the same names and signatures, in
 // the tests' own namespace, whose every member calls the learner's through one file,
-// arena_under_test.cpp, the only stage file that includes arena.hpp.
+// arena_under_test.cpp, the only test file that calls arena.hpp.
 //
-// Why: the stage files are most of what a judge compiles, and none of them changes when the
+// Why: the test files are most of what a judge compiles, and none of them changes when the
 // learner's header does. Behind this seam they are compiled once per build tree; an edit of the
-// header recompiles that small file and the model's runner. The arena's one template,
+// header recompiles that small file (and header_in_a_second_unit.cpp, beside it). The arena's one template,
 // alloc_array<T>, is asked for a few types only, each instantiated in arena_under_test.cpp
 // (the types below and the standard's): a test that asks for another type does not link.
 //

@@ -1,17 +1,12 @@
 // The calls of exercise 01's model stage: what stage5_model.cpp generates and model_run.cpp
-// makes on the arena and on the model. Kept apart from the arena's header, so that an edit of
-// the header recompiles only model_run.cpp, not the generators.
+// makes on the arena and on the model. Kept apart from the arena's header, like every test file
+// but the seam (arena_under_test.cpp), so that an edit of the header recompiles neither.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
 namespace arena_model {
-
-// An element type whose alignment alloc_array must honour.
-struct alignas(64) CacheLine {
-  std::byte bytes[64];
-};
 
 // One call of the contract. `pick` chooses a marker among those taken so far; one past the last
 // stands for a marker from beyond the cursor.

@@ -1,6 +1,6 @@
 // How one sequence of calls runs on the arena under test and on the model (model.hpp), with
 // every observer compared after each call. stage5_model.cpp generates the sequences.
-#include "arena.hpp"
+#include "arena_under_test.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -17,6 +17,7 @@
 namespace arena_model {
 namespace {
 
+using Tested = alloclab::test::arena::Arena;   // the learner's, through the seam
 using alloclab::test::is_poisoned;
 using alloclab::test::model::Outcome;
 using alloclab::test::model::outcome_of;
@@ -74,11 +75,11 @@ void same_poisoning(Transcript& t, const std::byte* base, const Arena& model) {
 void run(std::size_t capacity, const std::vector<Op>& ops) {
   Transcript t("alloclab::Arena a(" + std::to_string(capacity) + ");");
   if (capacity == 0) {
-    t.same("alloclab::Arena a(0)", Outcome::invalid_argument, outcome_of([] { alloclab::Arena zero(0); }),
+    t.same("alloclab::Arena a(0)", Outcome::invalid_argument, outcome_of([] { Tested zero(0); }),
            "an arena with no room can serve no request, so a capacity of 0 is refused");
     return;
   }
-  alloclab::Arena arena(capacity);
+  Tested arena(capacity);
   auto* base = static_cast<std::byte*>(arena.allocate(0, 1));
   t.call("std::byte* base = static_cast<std::byte*>(a.allocate(0, 1));", "the buffer's start");
   t.same("base == nullptr", false, base == nullptr, "allocate(0, 1) returns a valid pointer, the buffer's start");
@@ -90,7 +91,7 @@ void run(std::size_t capacity, const std::vector<Op>& ops) {
   // share: no call of the arena may touch it.
   const std::byte* end = base + (capacity + 7) / 8 * 8;
   const std::string past_the_end = alloclab::test::shadow_bytes(end, 64);
-  std::vector<alloclab::Arena::Marker> markers;
+  std::vector<Tested::Marker> markers;
   std::vector<std::size_t> model_markers;
   int pointers = 0;
 
@@ -115,12 +116,12 @@ void run(std::size_t capacity, const std::vector<Op>& ops) {
           }
         } else {
           const bool words = op.kind == Op::alloc_words;
-          const std::size_t size = words ? sizeof(std::uint64_t) : sizeof(CacheLine);
+          const std::size_t size = words ? sizeof(std::uint64_t) : sizeof(alloclab::test::arena::CacheLine);
           call = std::string("void* ") + name + " = a.alloc_array<" + (words ? "std::uint64_t" : "CacheLine") +
                  ">(" + std::to_string(op.n) + ");";
           yours = outcome_of([&] {
             p = words ? static_cast<void*>(arena.alloc_array<std::uint64_t>(op.n))
-                      : static_cast<void*>(arena.alloc_array<CacheLine>(op.n));
+                      : static_cast<void*>(arena.alloc_array<alloclab::test::arena::CacheLine>(op.n));
           });
           if (op.n > SIZE_MAX / size || !(expected = model.allocate(op.n * size, size))) wanted = Outcome::bad_alloc;
         }
@@ -158,7 +159,7 @@ void run(std::size_t capacity, const std::vector<Op>& ops) {
           t.call("a.rewind(m" + std::to_string(op.pick + 1) + ");");
         } else {  // a marker from beyond the cursor, as one taken before a reset
           const std::size_t offset = model.used() + 1 + op.pick;
-          arena.rewind(alloclab::Arena::Marker{offset});
+          arena.rewind(Tested::Marker{offset});
           model.rewind(offset);
           t.call("a.rewind(alloclab::Arena::Marker{" + std::to_string(offset) + "});");
         }

@@ -1,6 +1,6 @@
 // The calls of exercise 06's model stage: what stage5_model.cpp generates and model_run.cpp makes
-// on the ring and on the model. Kept apart from the ring's header, so that an edit of the header
-// recompiles only model_run.cpp, not the generators.
+// on the ring and on the model. Kept apart from the ring's header, like every test file but the
+// seam (ring_under_test.cpp), so that an edit of the header recompiles neither.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
 // How one sequence of calls runs on the ring under test and on the model (model.hpp), with every
 // observer compared after each call, and the destructor checked at the end. stage5_model.cpp
 // generates the sequences.
-#include "ring_allocator.hpp"
+#include "ring_under_test.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -18,7 +18,7 @@
 namespace ring_model {
 namespace {
 
-using alloclab::RingBumpAllocator;
+using alloclab::test::ring::RingBumpAllocator;
 using alloclab::test::model::Outcome;
 using alloclab::test::model::outcome_of;
 using alloclab::test::model::Transcript;

@@ -1,11 +1,11 @@
 // The learner's RingBumpAllocator as exercise 06's tests see it: a class of the same names and
 // signatures, in the tests' own namespace, whose every member calls the learner's through one
-// file, ring_under_test.cpp, the only stage file that includes ring_allocator.hpp.
+// file, ring_under_test.cpp, the only test file that calls ring_allocator.hpp.
 //
-// Why: the stage files are most of what a judge compiles, and none of them changes when the
-// learner's header does. Behind this seam they are compiled once per build tree (and the
-// ThreadSanitizer tree's too); an edit of the header recompiles that small file and the model's
-// runner. The ring's interface has no templates, so it can sit behind a seam, as exercise 07's
+// Why: the test files are most of what a judge compiles, and none of them changes when the
+// learner's header does. Behind this seam they are compiled once per build tree, the
+// ThreadSanitizer tree's too; an edit of the header recompiles that small file (and
+// header_in_a_second_unit.cpp, beside it). The ring's interface has no templates, so it can sit behind a seam, as exercise 07's
 // manager does (manager_under_test.hpp).
 //
 // Nothing here judges: every member forwards the call, its arguments and its outcome (value or
