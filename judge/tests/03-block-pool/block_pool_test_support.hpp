@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "block_pool.hpp"
+#include "block_pool_under_test.hpp"
 
 namespace alloclab::test {
 
@@ -43,7 +43,7 @@ inline std::string show(const std::optional<std::vector<int>>& v) {
 /// `allocate(n)` on a new pool, which must hand out blocks 0, 1, …, n-1. The tests of stages 2
 /// to 4 build on that order; when it does not hold they say so here, instead of failing later
 /// in a way that blames the member they test.
-inline ::testing::AssertionResult takes_the_first_blocks(alloclab::BlockPool& pool, int n) {
+inline ::testing::AssertionResult takes_the_first_blocks(block_pool::BlockPool& pool, int n) {
   std::vector<int> want;
   for (int b = 0; b < n; ++b) want.push_back(b);
   const auto got = pool.allocate(n);
@@ -56,7 +56,7 @@ inline ::testing::AssertionResult takes_the_first_blocks(alloclab::BlockPool& po
 
 /// What a caller can see of a pool, as text: "refcounts {1, 2, 0, 0}, 2 free". Two pools
 /// built and used the same way describe alike.
-inline std::string describe(const alloclab::BlockPool& pool) {
+inline std::string describe(const block_pool::BlockPool& pool) {
   std::vector<int> counts;
   for (int b = 0; b < pool.num_blocks(); ++b) counts.push_back(pool.refcount(b));
   return "refcounts " + show(counts) + ", " + std::to_string(pool.num_free()) + " free";
@@ -64,7 +64,7 @@ inline std::string describe(const alloclab::BlockPool& pool) {
 
 /// What a caller can see of a cache, as text: for each sequence of `ids` its length, block
 /// table and a checksum of its stored tokens, then the pool.
-inline std::string describe(const alloclab::PagedKVCache& cache, const std::vector<int>& ids,
+inline std::string describe(const block_pool::PagedKVCache& cache, const std::vector<int>& ids,
                             std::size_t token_bytes) {
   std::string s;
   for (int id : ids) {

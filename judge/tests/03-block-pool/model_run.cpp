@@ -1,7 +1,7 @@
 // How one sequence of calls runs on the pool and the cache under test and on the model
 // (model.hpp), with every observer compared after each call. stage5_model.cpp generates the
 // sequences.
-#include "block_pool.hpp"
+#include "block_pool_under_test.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -25,6 +25,7 @@ namespace block_pool_model {
 // namespace would be shared with the other file.
 namespace model_run {
 
+namespace tested = alloclab::test::block_pool;   // the learner's types, through the seam
 using alloclab::test::FailingNew;
 using alloclab::test::model::Outcome;
 using alloclab::test::model::outcome_of;
@@ -241,7 +242,7 @@ class BothSides {
   void new_pool(const Op& op) {
     const int n = kPoolSizes[op.n];
     const std::string var = "bp" + std::to_string(++others_);
-    std::optional<alloclab::BlockPool> other;
+    std::optional<tested::BlockPool> other;
     const Ending e = call_with(op.fail, [&] { other.emplace(n); });
     t_.call(with_heap(op.fail, "alloclab::BlockPool " + var + "(" + lit(n) + ");"));
     const std::string call = "alloclab::BlockPool(" + lit(n) + ")";
@@ -257,7 +258,7 @@ class BothSides {
   void new_cache(const Op& op) {
     const Sizes& s = kCacheSizes[op.n];
     const std::string var = "c" + std::to_string(++others_);
-    std::optional<alloclab::PagedKVCache> other;
+    std::optional<tested::PagedKVCache> other;
     const Ending e = call_with(op.fail, [&] { other.emplace(s.num_blocks, s.block_tokens, s.token_bytes); });
     t_.call(with_heap(op.fail, "alloclab::PagedKVCache " + var + "(" + s.text + ");"));
     if (s.outcome == Outcome::returned && e.refused_by_heap()) return refused(op.fail);
@@ -514,7 +515,7 @@ class BothSides {
       "the cache's one buffer holds block b at b * block_tokens * token_bytes bytes from its start, and token pos at "
       "slot pos % block_tokens of block table[pos / block_tokens]: the slot mapping an attention kernel reads";
 
-  void same_pool(const std::string& prefix, const alloclab::BlockPool& pool, const Pool& model,
+  void same_pool(const std::string& prefix, const tested::BlockPool& pool, const Pool& model,
                  const char* refcount_meaning) {
     same_as([&] { return prefix + "num_blocks()"; }, model.num_blocks(), pool.num_blocks(),
             "num_blocks() is the number of blocks the pool was built with, free or not");
@@ -578,9 +579,9 @@ class BothSides {
 
   Transcript t_;
   bool uses_pool_, uses_cache_;
-  std::optional<alloclab::BlockPool> pool_;  // built in the constructor's body, where a throw is reported
+  std::optional<tested::BlockPool> pool_;  // built in the constructor's body, where a throw is reported
   Pool pool_model_;
-  std::optional<alloclab::PagedKVCache> cache_;
+  std::optional<tested::PagedKVCache> cache_;
   Cache cache_model_;
   std::size_t token_bytes_;
   std::map<int, int> ids_;  // the header's id of every sequence made, by name

@@ -1,6 +1,6 @@
 // Stage 1 — the free stack: blocks come out in a known order, go back on top when released,
 // and a request that cannot be met in full takes nothing.
-#include "block_pool.hpp"
+#include "block_pool_under_test.hpp"
 
 #include <cstddef>
 #include <new>
@@ -15,7 +15,7 @@
 
 namespace stage1_free_stack {
 
-using alloclab::BlockPool;
+using alloclab::test::block_pool::BlockPool;
 using alloclab::test::call_with_failing_new;
 using alloclab::test::describe;
 using alloclab::test::failing_new_works;

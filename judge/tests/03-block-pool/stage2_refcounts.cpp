@@ -1,6 +1,6 @@
 // Stage 2 — reference counts: a block shared by several owners stays in use until the last
 // one lets go, and every misuse throws and leaves the pool as it was.
-#include "block_pool.hpp"
+#include "block_pool_under_test.hpp"
 
 #include <climits>
 #include <cstddef>
@@ -16,7 +16,7 @@
 
 namespace stage2_refcounts {
 
-using alloclab::BlockPool;
+using alloclab::test::block_pool::BlockPool;
 using alloclab::test::call_with_failing_new;
 using alloclab::test::describe;
 using alloclab::test::failing_new_works;

@@ -1,6 +1,6 @@
 // Stage 3 — copy-on-write: make_writable() swaps a shared block for a private one, keeps an
 // exclusive block as it is, and changes nothing when it cannot succeed.
-#include "block_pool.hpp"
+#include "block_pool_under_test.hpp"
 
 #include <climits>
 #include <new>
@@ -14,7 +14,7 @@
 
 namespace stage3_copy_on_write {
 
-using alloclab::BlockPool;
+using alloclab::test::block_pool::BlockPool;
 using alloclab::test::call_with_failing_new;
 using alloclab::test::describe;
 using alloclab::test::failing_new_works;

@@ -1,6 +1,6 @@
 // Stage 4 — the paged KV cache: sequences store their tokens in blocks of one buffer, forks
 // share blocks, and only a shared, partly filled last block is ever copied.
-#include "block_pool.hpp"
+#include "block_pool_under_test.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -19,7 +19,7 @@
 
 namespace stage4_paged_kv_cache {
 
-using alloclab::PagedKVCache;
+using alloclab::test::block_pool::PagedKVCache;
 using alloclab::test::address;
 using alloclab::test::call_with_failing_new;
 using alloclab::test::describe;

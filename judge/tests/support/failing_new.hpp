@@ -10,6 +10,7 @@
 // `new[]` freed by `delete` from a matching pair in that binary.
 #pragma once
 
+#include <memory>
 #include <new>
 
 namespace alloclab::test {
@@ -43,6 +44,15 @@ class UncountedNew {
  private:
   long countdown_;
 };
+
+/// An empty holder from the heap, taken outside the count of a failing heap: a seam's room for the
+/// learner's object (`std::optional` members), which the learner's constructor, run into it
+/// afterwards, fills meeting the failing heap as it would alone.
+template <class Holder>
+std::unique_ptr<Holder> uncounted_holder() {
+  const UncountedNew uncounted;
+  return std::make_unique<Holder>();
+}
 
 /// Arms `fail_nth_new(n)` for the lifetime of the scope and disarms at its end, whatever
 /// the code inside does. Take every snapshot to compare with before the scope and check
