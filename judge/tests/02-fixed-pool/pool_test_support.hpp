@@ -1,4 +1,4 @@
-// Helpers shared by the stages of exercise 02. Included after fixed_pool.hpp.
+// Helpers shared by the stages of exercise 02.
 #pragma once
 
 #include <algorithm>

@@ -1,12 +1,11 @@
 // Stage 1 — the free list: allocate, deallocate, last-in-first-out reuse, and the counts.
-#include "fixed_pool.hpp"
+#include "pool_under_test.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <set>
 #include <stdexcept>
-#include <type_traits>
 #include <vector>
 
 #include "alloclab_test.hpp"
@@ -14,7 +13,7 @@
 
 namespace stage1_free_list {
 
-using alloclab::FixedPool;
+using alloclab::test::pool::FixedPool;
 using alloclab::test::address;
 using namespace alloclab::test::pool;
 
@@ -32,9 +31,10 @@ TEST(PoolFreeList, RejectsZeroSizes) {
 }
 
 TEST(PoolFreeList, IsNotCopyable) {
-  EXPECT_FALSE(std::is_copy_constructible_v<FixedPool>)
+  const auto traits = alloclab::test::pool::traits_of(alloclab::test::pool::Kind::fixed);
+  EXPECT_FALSE(traits.copy_constructible)
       << "FixedPool must not be copy-constructible: two copies would own, and free, the same chunks.";
-  EXPECT_FALSE(std::is_copy_assignable_v<FixedPool>)
+  EXPECT_FALSE(traits.copy_assignable)
       << "FixedPool must not be copy-assignable: two pools would own, and free, the same chunks.";
 }
 

@@ -1,5 +1,5 @@
 // Stage 2 — chunks and limits: growth, max_chunks, the stride's rounding and alignment, owns().
-#include "fixed_pool.hpp"
+#include "pool_under_test.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -22,7 +22,7 @@
 
 namespace stage2_chunks {
 
-using alloclab::FixedPool;
+using alloclab::test::pool::FixedPool;
 using alloclab::test::address;
 using alloclab::test::call_with_failing_new;
 using alloclab::test::failing_new_works;

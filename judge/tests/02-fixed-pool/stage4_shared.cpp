@@ -3,7 +3,7 @@
 // Run under ThreadSanitizer, which reports any unsynchronised access to the pool's state,
 // and under AddressSanitizer, which with the patterns below catches a block handed to two
 // threads. The work is bounded in operations, never in time.
-#include "fixed_pool.hpp"
+#include "pool_under_test.hpp"
 
 #include <atomic>
 #include <barrier>
@@ -15,7 +15,6 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -24,7 +23,7 @@
 
 namespace stage4_shared {
 
-using alloclab::SharedFixedPool;
+using alloclab::test::pool::SharedFixedPool;
 using alloclab::test::address;
 using alloclab::test::XorShift;
 using namespace alloclab::test::pool;
@@ -47,7 +46,8 @@ bool has_tag(const void* p, std::size_t n, std::uint64_t value) {
 }
 
 TEST(PoolShared, KeepsTheSingleThreadedContract) {
-  EXPECT_FALSE(std::is_copy_constructible_v<SharedFixedPool>) << "SharedFixedPool must not be copyable.";
+  EXPECT_FALSE(alloclab::test::pool::traits_of(alloclab::test::pool::Kind::shared).copy_constructible)
+      << "SharedFixedPool must not be copyable.";
   EXPECT_THROW(SharedFixedPool{0}, std::invalid_argument) << "SharedFixedPool(0) must throw std::invalid_argument, as FixedPool does.";
   EXPECT_THROW(SharedFixedPool(64, 0), std::invalid_argument) << "SharedFixedPool(64, 0) must throw std::invalid_argument.";
   EXPECT_THROW(SharedFixedPool(64, 4, 0), std::invalid_argument) << "SharedFixedPool(64, 4, 0) must throw std::invalid_argument.";

@@ -6,7 +6,8 @@
 // learner's header does. Behind this seam they are compiled once per build tree; an edit of the
 // header recompiles that small file, as the engine's stage recompiles only
 // judge/engine/paged_manager.cpp. Exercise 07's interface can sit behind a seam because it has
-// no templates; the other exercises' tests instantiate the learner's templates and cannot.
+// no templates, as 01's (but for alloc_array), 03's, 06's and 02's pools have; the tests of 02's
+// ObjectPool<T>, 04 and 05 instantiate the learner's templates and cannot.
 //
 // Nothing here judges: every member forwards the call, its arguments and its outcome (value or
 // exception) unchanged, and what a test asserts about the learner's type itself (that it cannot
