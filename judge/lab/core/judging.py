@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -55,15 +56,17 @@ class _Prebuilds:
     compiler's first configuration starts, the trees of its later ones are configured and their
     groundwork built (what compiles whatever the header holds: on a first judge, seconds of one
     core). A program is prebuilt in the later configurations of the same compiler once the first
-    starts building it (a program of its own only starts once the stages before it pass): after an
-    edit the two configurations compile side by side, and a compile error in the first stops the
-    later one's build. When the later configuration's turn comes, its build finds the work done."""
+    has compiled a unit of it (a program of its own once the first starts building it, which only
+    happens once the stages before it pass): after an edit the two configurations compile side by
+    side, and a header that does not compile is never compiled for the later one. When the later
+    configuration's turn comes, its build finds the work done."""
 
     def __init__(self, request: Request, limits: Limits, plan: list[tuple[str, str, list[Stage]]]):
         self._request, self._limits, self._plan = request, limits, plan
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._started: set[tuple[str, str, str]] = set()
         self._stop = process.Stop()
+        self._done = threading.Event()
 
     def __enter__(self) -> "_Prebuilds":
         return self
@@ -74,6 +77,7 @@ class _Prebuilds:
         # hang or Ctrl-C), and is stopped rather than waited for. A step killed half-way is built
         # again next time: Ninja logs only the steps that finished.
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._done.set()
         self._stop.now()
         self._pool.shutdown(wait=True)
 
@@ -89,8 +93,28 @@ class _Prebuilds:
                          "", _held(self._request, s, group, ""))
 
     def after(self, compiler: str, sanitizer: str, program: str) -> None:
-        for c, s, group in self._not_started(compiler, sanitizer, program, program):
+        later = self._not_started(compiler, sanitizer, program, program)
+        if later and not program:
+            # Held until the first configuration has compiled a unit of the program: a header
+            # that does not compile is then reported as soon as the first build alone finds it.
+            tree = build.request_tree(self._request, compiler, sanitizer)
+            target = f"test_{build.program_name(self._request.exercise.name)}"
+            self._submit(self._compiled_once, tree, target, _log_size(tree))
+        for c, s, group in later:
             self._submit(self._build, c, s, group, program)
+
+    def _compiled_once(self, tree: Path, target: str, offset: int) -> None:
+        """Returns once Ninja has logged an object of `target` in `tree` after `offset` bytes of its log
+        (Ninja logs only the steps that succeed), once the judge is done, or after a few seconds."""
+        deadline = time.monotonic() + _FIRST_OBJECT_WAIT_SECONDS
+        while not self._done.wait(0.05) and time.monotonic() < deadline:
+            try:
+                with open(tree / ".ninja_log", "rb") as log:
+                    log.seek(offset)
+                    if f"CMakeFiles/{target}.dir/".encode() in log.read():
+                        return
+            except OSError:
+                pass
 
     def _not_started(self, compiler: str, sanitizer: str, program: str,
                      work: str) -> list[tuple[str, str, list[Stage]]]:
@@ -108,6 +132,18 @@ class _Prebuilds:
     def _build(self, compiler: str, sanitizer: str, stages: list[Stage], program: str) -> None:
         with _tests_built(self._request, compiler, sanitizer, stages, program, self._limits):
             pass
+
+
+# How long the later configurations' build of the main program waits for the first configuration's
+# first object at most: a first judge compiles the precompiled header before any.
+_FIRST_OBJECT_WAIT_SECONDS = 3.0
+
+
+def _log_size(tree: Path) -> int:
+    try:
+        return (tree / ".ninja_log").stat().st_size
+    except OSError:
+        return 0
 
 
 def _held(request: Request, sanitizer: str, stages: list[Stage], program: str) -> tuple[int, ...]:
