@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <type_traits>
 #include <utility>
 
 #include "arena_under_test.hpp"
@@ -20,9 +19,7 @@ struct Arena::Learners {
   explicit Learners(std::size_t capacity) : a(capacity) {}
 };
 
-ArenaTraits traits_of_the_arena() {
-  return {std::is_copy_constructible_v<LearnersArena>, std::is_copy_assignable_v<LearnersArena>};
-}
+Copyability traits_of_the_arena() { return copyability_of<LearnersArena>(); }
 
 // The learner's constructor runs before the pointer owns it, so a constructor that throws leaves
 // nothing behind, as it would with the learner's type on the stack.

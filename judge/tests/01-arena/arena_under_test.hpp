@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "copyability.hpp"
+
 namespace alloclab::test::arena {
 
 /// A type whose alignment is larger than alignof(std::max_align_t), like a cache line.
@@ -29,12 +31,8 @@ struct Triple {
   std::uint64_t a, b, c;
 };
 
-/// What the learner's type is, as the standard's type traits say in arena_under_test.cpp.
-struct ArenaTraits {
-  bool copy_constructible;
-  bool copy_assignable;
-};
-[[nodiscard]] ArenaTraits traits_of_the_arena();
+/// Whether the learner's Arena can be copied, read in arena_under_test.cpp.
+[[nodiscard]] Copyability traits_of_the_arena();
 
 /// The learner's Arena: each member calls the member of the same name.
 class Arena {

@@ -21,7 +21,7 @@ TEST(ArenaBasics, RejectsZeroCapacity) {
 }
 
 TEST(ArenaBasics, IsNotCopyable) {
-  const alloclab::test::arena::ArenaTraits traits = alloclab::test::arena::traits_of_the_arena();
+  const auto traits = alloclab::test::arena::traits_of_the_arena();
   EXPECT_FALSE(traits.copy_constructible)
       << "Arena must not be copy-constructible: two copies would own, and free, the same buffer.";
   EXPECT_FALSE(traits.copy_assignable)

@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <optional>
-#include <type_traits>
 #include <utility>
 
 #include "failing_new.hpp"
@@ -23,15 +22,11 @@ struct Theirs<Kind::shared> {
   using type = ::alloclab::SharedFixedPool;
 };
 
-template <class T>
-PoolTraits traits() {
-  return {std::is_copy_constructible_v<T>, std::is_copy_assignable_v<T>};
-}
-
 }  // namespace
 
-PoolTraits traits_of(Kind kind) {
-  return kind == Kind::fixed ? traits<Theirs<Kind::fixed>::type>() : traits<Theirs<Kind::shared>::type>();
+Copyability traits_of(Kind kind) {
+  return kind == Kind::fixed ? copyability_of<Theirs<Kind::fixed>::type>()
+                              : copyability_of<Theirs<Kind::shared>::type>();
 }
 
 template <Kind K>

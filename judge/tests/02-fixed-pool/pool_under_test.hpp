@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "copyability.hpp"
+
 namespace alloclab::test::pool {
 
 /// Which of the learner's pools.
@@ -57,11 +59,7 @@ using SharedFixedPool = PoolUnderTest<Kind::shared>;
 extern template class PoolUnderTest<Kind::fixed>;
 extern template class PoolUnderTest<Kind::shared>;
 
-/// What the learner's type is, as the standard's type traits say in pool_under_test.cpp.
-struct PoolTraits {
-  bool copy_constructible;
-  bool copy_assignable;
-};
-[[nodiscard]] PoolTraits traits_of(Kind kind);
+/// Whether the learner's pool of that kind can be copied, read in pool_under_test.cpp.
+[[nodiscard]] Copyability traits_of(Kind kind);
 
 }  // namespace alloclab::test::pool

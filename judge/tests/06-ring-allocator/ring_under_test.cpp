@@ -7,7 +7,6 @@
 #include <memory>
 #include <new>
 #include <span>
-#include <type_traits>
 #include <utility>
 
 #include "ring_under_test.hpp"
@@ -21,9 +20,7 @@ struct RingBumpAllocator::Learners {
   explicit Learners(std::size_t capacity) : r(capacity) {}
 };
 
-RingTraits traits_of_the_ring() {
-  return {std::is_copy_constructible_v<LearnersRing>, std::is_copy_assignable_v<LearnersRing>};
-}
+Copyability traits_of_the_ring() { return copyability_of<LearnersRing>(); }
 
 // The learner's constructor runs before the pointer owns it, so a constructor that throws leaves
 // nothing behind, as it would with the learner's type on the stack.

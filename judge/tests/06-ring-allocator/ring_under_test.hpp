@@ -18,14 +18,12 @@
 #include <memory>
 #include <span>
 
+#include "copyability.hpp"
+
 namespace alloclab::test::ring {
 
-/// What the learner's type is, as the standard's type traits say in ring_under_test.cpp.
-struct RingTraits {
-  bool copy_constructible;
-  bool copy_assignable;
-};
-[[nodiscard]] RingTraits traits_of_the_ring();
+/// Whether the learner's ring can be copied, read in ring_under_test.cpp.
+[[nodiscard]] Copyability traits_of_the_ring();
 
 /// The learner's RingBumpAllocator: each member calls the member of the same name.
 class RingBumpAllocator {

@@ -35,7 +35,7 @@ TEST(RingPlacement, ThrowsBadAllocForACapacityThatCannotBeMapped) {
 }
 
 TEST(RingPlacement, IsNotCopyable) {
-  const alloclab::test::ring::RingTraits traits = alloclab::test::ring::traits_of_the_ring();
+  const auto traits = alloclab::test::ring::traits_of_the_ring();
   EXPECT_FALSE(traits.copy_constructible)
       << "RingBumpAllocator must not be copy-constructible: two copies would unmap the same buffer.";
   EXPECT_FALSE(traits.copy_assignable)

@@ -28,9 +28,7 @@ struct KVCacheManager::Learners {
   explicit Learners(Args... args) : m(args...) {}
 };
 
-ManagerTraits traits_of_the_manager() {
-  return {std::is_copy_constructible_v<alloclab::KVCacheManager>, std::is_copy_assignable_v<alloclab::KVCacheManager>};
-}
+Copyability traits_of_the_manager() { return copyability_of<alloclab::KVCacheManager>(); }
 
 // The learner's constructor runs before the pointer owns it, so a constructor that throws
 // leaves nothing behind, as it would with the learner's type on the stack.

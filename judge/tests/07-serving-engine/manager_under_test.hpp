@@ -20,6 +20,8 @@
 #include <span>
 #include <vector>
 
+#include "copyability.hpp"
+
 namespace alloclab::test::kv {
 
 /// The learner's BlockCopy: copy block `src` into block `dst`.
@@ -36,12 +38,8 @@ struct PrefixCacheStats {
   std::size_t copies;
 };
 
-/// What the learner's type is, as the standard's type traits say in manager_under_test.cpp.
-struct ManagerTraits {
-  bool copy_constructible;
-  bool copy_assignable;
-};
-[[nodiscard]] ManagerTraits traits_of_the_manager();
+/// Whether the learner's manager can be copied, read in manager_under_test.cpp.
+[[nodiscard]] Copyability traits_of_the_manager();
 
 class KVCacheManager;
 
