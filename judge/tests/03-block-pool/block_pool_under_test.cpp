@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,13 @@
 #include "failing_new.hpp"
 
 namespace alloclab::test::block_pool {
+
+// The pool is read through the reference pool() returns: a pool returned by value would be a
+// copy, gone once the call that asked for it ends.
+static_assert(std::is_same_v<decltype(std::declval<const ::alloclab::PagedKVCache&>().pool()),
+                             const ::alloclab::BlockPool&>,
+              "pool() must return const BlockPool&, a reference to the cache's own pool, as the skeleton declares "
+              "it: keep every declaration of block_pool.hpp as it is.");
 
 struct PagedKVCache::Learners {
   std::optional<::alloclab::PagedKVCache> c;
