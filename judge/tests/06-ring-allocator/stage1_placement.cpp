@@ -5,7 +5,6 @@
 #include <new>
 #include <optional>
 #include <stdexcept>
-#include <type_traits>
 
 #include "alloclab_test.hpp"
 #include "ring_test_support.hpp"
