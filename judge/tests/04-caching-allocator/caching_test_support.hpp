@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "caching_allocator.hpp"
+#include "caching_under_test.hpp"
 #include "test_device.hpp"
 
 namespace alloclab::test {
@@ -15,11 +15,11 @@ namespace alloclab::test {
 constexpr std::size_t KiB = 1024;
 constexpr std::size_t MiB = 1024 * KiB;
 
-using Allocator = alloclab::CachingAllocator<TestDevice>;
+using Allocator = caching::CachingAllocator<TestDevice>;
 
 /// "small segment of 2097152: [0+512 allocated] [512+2096640 free]" per segment, for failure
 /// messages (a pending block shows as "pending").
-inline std::string show(const std::vector<alloclab::SegmentInfo>& segments) {
+inline std::string show(const std::vector<caching::SegmentInfo>& segments) {
   if (segments.empty()) return "\n  no segment at all";
   std::string s;
   for (const auto& seg : segments) {
@@ -30,7 +30,7 @@ inline std::string show(const std::vector<alloclab::SegmentInfo>& segments) {
   return s;
 }
 
-inline std::string show(const alloclab::CacheStats& s) {
+inline std::string show(const caching::CacheStats& s) {
   return "{allocated " + std::to_string(s.allocated_bytes) + ", reserved " + std::to_string(s.reserved_bytes) +
          ", peak allocated " + std::to_string(s.peak_allocated_bytes) + ", peak reserved " +
          std::to_string(s.peak_reserved_bytes) + ", device mallocs " + std::to_string(s.device_mallocs) +
@@ -38,14 +38,14 @@ inline std::string show(const alloclab::CacheStats& s) {
          ", oom retries " + std::to_string(s.oom_retries) + "}";
 }
 
-inline bool same(const alloclab::CacheStats& a, const alloclab::CacheStats& b) {
+inline bool same(const caching::CacheStats& a, const caching::CacheStats& b) {
   return a.allocated_bytes == b.allocated_bytes && a.reserved_bytes == b.reserved_bytes &&
          a.peak_allocated_bytes == b.peak_allocated_bytes && a.peak_reserved_bytes == b.peak_reserved_bytes &&
          a.device_mallocs == b.device_mallocs && a.device_frees == b.device_frees && a.cache_hits == b.cache_hits &&
          a.oom_retries == b.oom_retries;
 }
 
-inline bool same(const std::vector<alloclab::SegmentInfo>& a, const std::vector<alloclab::SegmentInfo>& b) {
+inline bool same(const std::vector<caching::SegmentInfo>& a, const std::vector<caching::SegmentInfo>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a[i].base != b[i].base || a[i].size != b[i].size || a[i].small_pool != b[i].small_pool ||
@@ -61,7 +61,7 @@ inline bool same(const std::vector<alloclab::SegmentInfo>& a, const std::vector<
 }
 
 /// The block that starts at `p`, or nullptr.
-inline const alloclab::BlockInfo* block_at(const std::vector<alloclab::SegmentInfo>& segments, const void* p) {
+inline const caching::BlockInfo* block_at(const std::vector<caching::SegmentInfo>& segments, const void* p) {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   for (const auto& seg : segments)
     for (const auto& b : seg.blocks)
@@ -74,8 +74,8 @@ inline const alloclab::BlockInfo* block_at(const std::vector<alloclab::SegmentIn
 /// no two free blocks sit side by side (they would have merged; a pending block is not free),
 /// no block is both allocated and pending, segments come in address order without
 /// overlapping, and the sums match the stats and the device.
-inline std::string broken_invariant(const std::vector<alloclab::SegmentInfo>& segments,
-                                    const alloclab::CacheStats& stats, const TestDevice& device) {
+inline std::string broken_invariant(const std::vector<caching::SegmentInfo>& segments,
+                                    const caching::CacheStats& stats, const TestDevice& device) {
   std::size_t reserved = 0, allocated = 0;
   std::uintptr_t end_of_previous = 0;
   for (const auto& seg : segments) {

@@ -1,8 +1,6 @@
 // How one sequence of calls runs on the caching allocator under test and on the model
 // (model.hpp), with every observer compared after each call. stage6_model.cpp generates the
 // sequences.
-#include "caching_allocator.hpp"
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +13,7 @@
 
 #include <sys/mman.h>
 
+#include "caching_under_test.hpp"
 #include "failing_new.hpp"
 #include "model.hpp"
 #include "model_calls.hpp"
@@ -25,7 +24,7 @@ namespace caching_model {
 namespace model_run {
 
 using alloclab::test::model::Transcript;
-using Yours = alloclab::CachingAllocator<Device>;
+using Yours = alloclab::test::caching::CachingAllocator<Device>;
 
 constexpr std::size_t kBudget = 64 * MiB;
 
@@ -77,7 +76,7 @@ std::vector<SegmentView> view(const Allocator& model) {
   return out;
 }
 
-std::vector<SegmentView> view(const std::vector<alloclab::SegmentInfo>& snapshot, const Device& device) {
+std::vector<SegmentView> view(const std::vector<alloclab::test::caching::SegmentInfo>& snapshot, const Device& device) {
   std::vector<SegmentView> out;
   for (const auto& seg : snapshot) {
     SegmentView v{device.offset_of(seg.base), seg.size, seg.small_pool, {}};
@@ -129,7 +128,7 @@ Run run_call(long fail, Call&& call) {
     alloclab::test::FailingNew failing(fail);
     try {
       call();
-    } catch (const alloclab::OutOfMemoryError& e) {
+    } catch (const alloclab::test::caching::OutOfMemoryError& e) {
       r.ending = Ending::out_of_memory;
       const char* what = e.what();
       for (std::size_t i = 0; i + 1 < r.what.size() && what[i] != '\0'; ++i) r.what[i] = what[i];
@@ -559,7 +558,7 @@ class Session {
           t_.differ("a.snapshot()[" + std::to_string(i) + "]", shown(model[i]), shown(yours[i]), layout_meaning);
     }
     const auto& m = model_.stats();
-    const alloclab::CacheStats s = yours_->stats();
+    const alloclab::test::caching::CacheStats s = yours_->stats();
     t_.same("a.stats().allocated_bytes", m.allocated_bytes, s.allocated_bytes,
             "allocated_bytes is the sum of the allocated blocks' whole sizes; a pending block is not allocated");
     t_.same("a.stats().reserved_bytes", m.reserved_bytes, s.reserved_bytes,

@@ -1,11 +1,8 @@
 // Stage 1 — rounding, pools and segment sizes: every request is rounded to 512 bytes, goes to
 // the small or the large pool, and a pool with no room asks the device for one segment of
 // the size PyTorch's policy gives it.
-#include "caching_allocator.hpp"
-
 #include <cstddef>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "alloclab_test.hpp"
@@ -43,7 +40,7 @@ TEST(CachingRounding, ZeroBytesGiveNullptrAndChangeNothing) {
          "0 bytes would hold 512 bytes for nothing.";
   EXPECT_EQ(device.malloc_calls(), 0u) << "allocate(0) on an empty allocator must not call the device: a segment "
                                           "taken for 0 bytes is device memory held for nothing.";
-  EXPECT_TRUE(alloclab::test::same(alloc.stats(), alloclab::CacheStats{}))
+  EXPECT_TRUE(alloclab::test::same(alloc.stats(), alloclab::test::caching::CacheStats{}))
       << "allocate(0) on an empty allocator must change no statistic (it is neither a cache hit nor an "
          "allocation): " << show(alloc.stats());
   // The same with a segment in the cache, whose free rest could serve a block.
@@ -179,11 +176,12 @@ TEST(CachingRounding, TheDestructorReturnsEverySegment) {
 }
 
 TEST(CachingRounding, AnAllocatorCannotBeCopied) {
-  EXPECT_FALSE(std::is_copy_constructible_v<Allocator>)
+  const alloclab::test::Copyability yours = alloclab::test::caching::traits_of_the_allocator();
+  EXPECT_FALSE(yours.copy_constructible)
       << "CachingAllocator must not be copy-constructible (the contract deletes its copy constructor): a copy "
          "would hold the same segments, and the two destructors would give each segment back to the device "
          "twice.";
-  EXPECT_FALSE(std::is_copy_assignable_v<Allocator>)
+  EXPECT_FALSE(yours.copy_assignable)
       << "CachingAllocator must not be copy-assignable either, for the same reason.";
 }
 

@@ -1,8 +1,6 @@
 // Stage 2 — reuse: a request is served from the smallest free block of its pool that fits,
 // the lowest address among equals, without a device call; the block is split only when what
 // is left is worth keeping.
-#include "caching_allocator.hpp"
-
 #include <cstddef>
 #include <vector>
 

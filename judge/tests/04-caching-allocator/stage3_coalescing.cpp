@@ -1,7 +1,5 @@
 // Stage 3 — freeing: a freed block merges with its free neighbours in its own segment, a bad
 // free is refused without harm, and empty_cache gives wholly free segments back.
-#include "caching_allocator.hpp"
-
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -13,7 +11,7 @@
 
 namespace stage3_coalescing {
 
-using alloclab::BlockInfo;
+using alloclab::test::caching::BlockInfo;
 using alloclab::test::Allocator;
 using alloclab::test::KiB;
 using alloclab::test::MiB;
@@ -92,7 +90,7 @@ TEST(CachingCoalescing, AMergedBlockServesALargerRequest) {
 }
 
 // The first block of each segment that runs past the segment's end, described, or "".
-std::string block_past_its_segment(const std::vector<alloclab::SegmentInfo>& segments) {
+std::string block_past_its_segment(const std::vector<alloclab::test::caching::SegmentInfo>& segments) {
   for (const auto& seg : segments)
     for (const auto& b : seg.blocks)
       if (b.offset + b.size > seg.size)

@@ -1,8 +1,6 @@
 // Stage 4 — out of memory, stats and snapshot: a refusal empties the cache and retries once,
 // a final refusal throws a readable OutOfMemoryError and loses nothing, the stats count
 // everything, and a long random run keeps every invariant after every step.
-#include "caching_allocator.hpp"
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +19,7 @@
 
 namespace stage4_out_of_memory {
 
-using alloclab::OutOfMemoryError;
+using alloclab::test::caching::OutOfMemoryError;
 using alloclab::test::Allocator;
 using alloclab::test::KiB;
 using alloclab::test::MiB;
@@ -320,7 +318,7 @@ TEST(CachingOomAndSnapshot, SnapshotListsSegmentsByAddressAndTheirBlocksInOrder)
       << "snapshot() lists segments by base address, not in the order they were created: the newer small "
          "segment sits below the large one in memory:" << show(segments);
   EXPECT_EQ(segments[0].base, alloclab::test::address(a)) << "The small segment's base is its first block's address.";
-  const std::vector<alloclab::BlockInfo> expected{{0, 2 * KiB, false}, {2 * KiB, 512, true},
+  const std::vector<alloclab::test::caching::BlockInfo> expected{{0, 2 * KiB, false}, {2 * KiB, 512, true},
                                                   {2 * KiB + 512, 2 * MiB - 2 * KiB - 512, false}};
   ASSERT_EQ(segments[0].blocks.size(), expected.size()) << show(segments);
   for (std::size_t i = 0; i < expected.size(); ++i) {
@@ -347,7 +345,7 @@ TEST(CachingOomAndSnapshot, ARandomRunKeepsEveryInvariant) {
   };
   std::vector<Live> live;
   std::mt19937_64 rng(4);
-  alloclab::CacheStats previous{};
+  alloclab::test::caching::CacheStats previous{};
   auto size_for = [&rng]() -> std::size_t {
     switch (rng() % 8) {
       case 0: return 1 + rng() % (4 * MiB);            // large, under 10 MiB

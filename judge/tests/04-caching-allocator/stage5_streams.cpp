@@ -7,8 +7,6 @@
 // The TestDevice runs no stream by itself: an event stays incomplete until the test calls
 // device.complete(stream) (that stream has run everything queued on it so far) or until
 // someone calls device.synchronize().
-#include "caching_allocator.hpp"
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -27,14 +25,15 @@
 
 namespace stage5_streams {
 
-using alloclab::BlockInfo;
-using alloclab::OutOfMemoryError;
+using alloclab::test::caching::BlockInfo;
+using alloclab::test::caching::OutOfMemoryError;
 using alloclab::test::address;
 using alloclab::test::Allocator;
 using alloclab::test::block_at;
 using alloclab::test::call_with_failing_new;
 using alloclab::test::failing_new_works;
 using alloclab::test::for_each_failing_allocation;
+using alloclab::test::InstantDevice;
 using alloclab::test::KiB;
 using alloclab::test::MiB;
 using alloclab::test::news_in_use;
@@ -52,7 +51,7 @@ Layout layout_of(const Allocator& alloc) {
 }
 
 // The sum of the sizes of the blocks the snapshot shows pending.
-std::size_t pending_in(const std::vector<alloclab::SegmentInfo>& segments) {
+std::size_t pending_in(const std::vector<alloclab::test::caching::SegmentInfo>& segments) {
   std::size_t n = 0;
   for (const auto& seg : segments)
     for (const auto& b : seg.blocks) n += b.pending ? b.size : 0;
@@ -118,8 +117,7 @@ TEST(CachingStreams, BestFitWithinTheStream) {
 }
 
 TEST(CachingStreams, ABlockInfoOfThreeFieldsIsNotPending) {
-  const BlockInfo info{0, 512, false};
-  EXPECT_FALSE(info.pending)
+  EXPECT_FALSE(alloclab::test::caching::pending_of_a_block_info_of_three_fields())
       << "BlockInfo's pending defaults to false: code written before streams, which builds a BlockInfo "
          "from offset, size and allocated only, must describe a block that waits for nothing.";
 }
@@ -425,22 +423,9 @@ TEST(CachingStreams, AllocateZeroChangesNothing) {
   EXPECT_EQ(device.event_queries(), queries) << "allocate(0) asks the device nothing.";
 }
 
-// A device without streams: every event is done at once. The allocator must work with it too.
-class InstantDevice : public TestDevice {
- public:
-  using TestDevice::TestDevice;
-  int record_event(int) noexcept {
-    ++recorded;
-    return 0;
-  }
-  bool event_done(int) noexcept { return true; }
-  void synchronize() noexcept { ++synchronized; }
-  std::size_t recorded = 0, synchronized = 0;
-};
-
 TEST(CachingStreams, ADeviceWithoutStreamsCompletesEveryEventAtOnce) {
   InstantDevice device(64 * MiB);
-  alloclab::CachingAllocator<InstantDevice> alloc(device);
+  alloclab::test::caching::CachingAllocator<InstantDevice> alloc(device);
   void* p = alloc.allocate(4 * KiB);
   ASSERT_NE(p, nullptr) << "allocate(4 KiB) returned nullptr.";
   alloc.record_stream(p, 1);

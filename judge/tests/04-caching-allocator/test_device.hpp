@@ -217,4 +217,18 @@ class TestDevice {
   std::size_t event_queries_ = 0, bad_event_queries_ = 0, synchronize_calls_ = 0;
 };
 
+/// A device without streams: every event is done at once, and the device counts the events
+/// recorded and the synchronizations. The allocator must work with it too.
+class InstantDevice : public TestDevice {
+ public:
+  using TestDevice::TestDevice;
+  int record_event(int) noexcept {
+    ++recorded;
+    return 0;
+  }
+  bool event_done(int) noexcept { return true; }
+  void synchronize() noexcept { ++synchronized; }
+  std::size_t recorded = 0, synchronized = 0;
+};
+
 }  // namespace alloclab::test
