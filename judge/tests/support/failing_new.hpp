@@ -47,11 +47,14 @@ class UncountedNew {
 
 /// An empty holder from the heap, taken outside the count of a failing heap: a seam's room for the
 /// learner's object (`std::optional` members), which the learner's constructor, run into it
-/// afterwards, fills meeting the failing heap as it would alone.
+/// afterwards, fills meeting the failing heap as it would alone. The holder is default-initialized,
+/// not value-initialized: the room keeps whatever the heap left in it (AddressSanitizer fills a new
+/// block with 0xbe), as the learner's object would find on the stack or the heap, so that a member
+/// the learner's constructor leaves uninitialized reads garbage there too, not zeros.
 template <class Holder>
 std::unique_ptr<Holder> uncounted_holder() {
   const UncountedNew uncounted;
-  return std::make_unique<Holder>();
+  return std::make_unique_for_overwrite<Holder>();
 }
 
 /// Arms `fail_nth_new(n)` for the lifetime of the scope and disarms at its end, whatever
