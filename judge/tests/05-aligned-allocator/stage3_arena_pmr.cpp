@@ -1,22 +1,20 @@
 // Stage 3 — arena under pmr: ArenaResource bumps through the caller's buffer, serves pmr
 // containers without one heap allocation, aligns addresses, frees nothing one by one, and
 // equals only itself.
-#include "aligned_allocator.hpp"
-
 #include <cstdint>
 #include <memory_resource>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 #include "aligned_test_support.hpp"
+#include "arena_resource_under_test.hpp"
 
 namespace stage3_arena_pmr {
 
-using alloclab::ArenaResource;
 using alloclab::test::address;
+using alloclab::test::aligned::ArenaResource;
 using alloclab::test::HeapLog;
 using alloclab::test::aligned::allocate_unchecked;
 using alloclab::test::aligned::inside;
@@ -194,11 +192,12 @@ TEST(ArenaPmr, ZeroBytesStillGetAnAlignedAddress) {
 }
 
 TEST(ArenaPmr, IsNotCopyable) {
-  EXPECT_FALSE(std::is_copy_constructible_v<ArenaResource>)
+  const alloclab::test::Copyability yours = alloclab::test::aligned::traits_of_the_arena_resource();
+  EXPECT_FALSE(yours.copy_constructible)
       << "ArenaResource must not be copyable: two copies would hand out the same buffer, and both would give "
          "the same upstream blocks back. std::pmr::memory_resource itself is copyable, so delete the copy "
          "constructor.";
-  EXPECT_FALSE(std::is_copy_assignable_v<ArenaResource>) << "ArenaResource must not be copy-assignable either.";
+  EXPECT_FALSE(yours.copy_assignable) << "ArenaResource must not be copy-assignable either.";
 }
 
 TEST(ArenaPmr, RefusesBadArguments) {

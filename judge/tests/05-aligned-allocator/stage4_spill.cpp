@@ -1,8 +1,6 @@
 // Stage 4 — spilling upstream: requests that do not fit go to the upstream resource and leave
 // the buffer as it was; release() gives every upstream block back as it was taken and rewinds;
 // a null upstream throws; recording a block that throws leaks nothing.
-#include "aligned_allocator.hpp"
-
 #include <cstdint>
 #include <limits>
 #include <memory_resource>
@@ -10,11 +8,12 @@
 #include <string>
 
 #include "aligned_test_support.hpp"
+#include "arena_resource_under_test.hpp"
 
 namespace stage4_spill {
 
-using alloclab::ArenaResource;
 using alloclab::test::address;
+using alloclab::test::aligned::ArenaResource;
 using alloclab::test::HeapLog;
 using alloclab::test::aligned::inside;
 using alloclab::test::aligned::TrackingResource;
