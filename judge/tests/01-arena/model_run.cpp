@@ -52,9 +52,12 @@ void same_poisoning(Transcript& t, const std::byte* base, const Arena& model) {
   for (std::size_t i = touched; i < model.capacity(); i += 8) {
     if (!is_poisoned(base + i)) differ(i, false);
   }
-  std::vector<char> live(touched, 0);
+  // Reused from call to call: a buffer of a MiB is mapped, its shadow written and unmapped again
+  // by AddressSanitizer's heap each time it is taken and given back.
+  static std::vector<char> live, live_after;
+  live.assign(touched, 0);
   for (const auto& b : model.live()) std::fill_n(live.begin() + static_cast<std::ptrdiff_t>(b.offset), b.n, 1);
-  std::vector<char> live_after(touched + 1, 0);  // a live byte at or after i in i's granule
+  live_after.assign(touched + 1, 0);  // a live byte at or after i in i's granule
   for (std::size_t i = touched; i-- > 0;) live_after[i] = live[i] || ((i + 1) % 8 != 0 && live_after[i + 1]);
   const auto must_be_poisoned = [&](std::size_t i) { return !live_after[i] && model.shadow().poisoned(i); };
   for (std::size_t i = 0; i < touched; ++i) {
