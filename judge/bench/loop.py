@@ -65,16 +65,10 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def ninja_steps(log: Path, offset: int) -> list[tuple[int, int, str]]:
-    """(start ms, end ms, output) of every step ninja logged after `offset` bytes."""
-    try:
-        with open(log, "rb") as handle:
-            handle.seek(offset)
-            lines = handle.read().decode(errors="replace").splitlines()
-    except OSError:
-        return []
+def ninja_steps(tree: Path, offset: int) -> list[tuple[int, int, str]]:
+    """(start ms, end ms, output) of every step ninja logged in `tree` after `offset` bytes."""
     steps = []
-    for line in lines:
+    for line in build.ninja_log_since(tree, offset).splitlines():
         fields = line.split("\t")
         if len(fields) >= 4 and fields[0].isdigit():
             steps.append((int(fields[0]), int(fields[1]), fields[3]))
@@ -84,7 +78,7 @@ def ninja_steps(log: Path, offset: int) -> list[tuple[int, int, str]]:
 def once(kit: Kit, exercise: cat.Exercise, kind: str, compiler: str, i: int) -> dict:
     kit.header.write_text("\n".join(kit.bases[kind] + [_LAST_LINE[kind].format(i=f"{i}_{time.time_ns()}")]) + "\n",
                           encoding="utf-8")
-    offsets = {t: (t / ".ninja_log").stat().st_size if (t / ".ninja_log").exists() else 0 for t in kit.trees}
+    offsets = {t: build.ninja_log_size(t) for t in kit.trees}
     env = dict(os.environ, ALLOCLAB_SLOT="loop", NO_COLOR="1")
     cpu, start = children_cpu(), time.monotonic()
     done = subprocess.run([sys.executable, str(kit.root / "judge" / "judge.py"), "test", str(exercise.id),
@@ -98,7 +92,7 @@ def once(kit: Kit, exercise: cat.Exercise, kind: str, compiler: str, i: int) -> 
     refused = any(c["build"].get("error") for c in verdict["configs"])   # a compiler error in the header
     if (verdict["verdict"] == "passed") != (kind == PASSING) or refused != (kind == COMPILE_ERROR):
         raise SystemExit(f"{kit.root}: the {kind} header was judged {verdict['verdict']}:\n{done.stdout[-3000:]}")
-    steps = [s for t in kit.trees for s in ninja_steps(t / ".ninja_log", offsets[t])]
+    steps = [s for t in kit.trees for s in ninja_steps(t, offsets[t])]
     compiles = [s for s in steps if s[2].endswith(".o")]
     links = [s for s in steps if Path(s[2]).name.startswith("test_")]
     building = sum(c["build"]["seconds"] for c in verdict["configs"])

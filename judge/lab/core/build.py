@@ -148,6 +148,26 @@ def cache_values(tree: Path) -> dict[str, str]:
     return values
 
 
+def ninja_log_size(tree: Path) -> int:
+    """How many bytes Ninja has logged in `tree` so far (0 before its first build): an offset for
+    `ninja_log_since`."""
+    try:
+        return (tree / ".ninja_log").stat().st_size
+    except OSError:
+        return 0
+
+
+def ninja_log_since(tree: Path, offset: int) -> str:
+    """What Ninja logged in `tree` after `offset` bytes: a line per step that succeeded (start and
+    end in ms, mtime, output, hash, tab-separated); "" when there is no log."""
+    try:
+        with open(tree / ".ninja_log", "rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def configure(tree: Path, request: Request, compiler: str, sanitizer: str, timeout: float,
               extra: dict[str, str] | None = None) -> BuildResult | None:
     """Configures the tree unless it already is as wanted. Returns a failed result, or None.

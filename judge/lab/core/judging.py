@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -66,7 +65,6 @@ class _Prebuilds:
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._started: set[tuple[str, str, str]] = set()
         self._stop = process.Stop()
-        self._done = threading.Event()
 
     def __enter__(self) -> "_Prebuilds":
         return self
@@ -77,7 +75,6 @@ class _Prebuilds:
         # hang or Ctrl-C), and is stopped rather than waited for. A step killed half-way is built
         # again next time: Ninja logs only the steps that finished.
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._done.set()
         self._stop.now()
         self._pool.shutdown(wait=True)
 
@@ -99,7 +96,7 @@ class _Prebuilds:
             # that does not compile is then reported as soon as the first build alone finds it.
             tree = build.request_tree(self._request, compiler, sanitizer)
             target = f"test_{build.program_name(self._request.exercise.name)}"
-            self._submit(self._compiled_once, tree, target, _log_size(tree))
+            self._submit(self._compiled_once, tree, target, build.ninja_log_size(tree))
         for c, s, group in later:
             self._submit(self._build, c, s, group, program)
 
@@ -107,14 +104,9 @@ class _Prebuilds:
         """Returns once Ninja has logged an object of `target` in `tree` after `offset` bytes of its log
         (Ninja logs only the steps that succeed), once the judge is done, or after a few seconds."""
         deadline = time.monotonic() + _FIRST_OBJECT_WAIT_SECONDS
-        while not self._done.wait(0.05) and time.monotonic() < deadline:
-            try:
-                with open(tree / ".ninja_log", "rb") as log:
-                    log.seek(offset)
-                    if f"CMakeFiles/{target}.dir/".encode() in log.read():
-                        return
-            except OSError:
-                pass
+        while not self._stop.wait(0.05) and time.monotonic() < deadline:
+            if f"CMakeFiles/{target}.dir/" in build.ninja_log_since(tree, offset):
+                return
 
     def _not_started(self, compiler: str, sanitizer: str, program: str,
                      work: str) -> list[tuple[str, str, list[Stage]]]:
@@ -137,13 +129,6 @@ class _Prebuilds:
 # How long the later configurations' build of the main program waits for the first configuration's
 # first object at most: a first judge compiles the precompiled header before any.
 _FIRST_OBJECT_WAIT_SECONDS = 3.0
-
-
-def _log_size(tree: Path) -> int:
-    try:
-        return (tree / ".ninja_log").stat().st_size
-    except OSError:
-        return 0
 
 
 def _held(request: Request, sanitizer: str, stages: list[Stage], program: str) -> tuple[int, ...]:

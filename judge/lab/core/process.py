@@ -191,18 +191,22 @@ class Stop:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._groups: set[int] = set()
-        self._stopped = False
+        self._stopped = threading.Event()
 
     def now(self) -> None:
         with self._lock:
-            self._stopped = True
+            self._stopped.set()
             for group in self._groups:
                 _kill_group(group)
+
+    def wait(self, seconds: float) -> bool:
+        """Sleeps up to `seconds`, less once `now()` is called; True when it has been."""
+        return self._stopped.wait(seconds)
 
     def _started(self, group: int) -> None:
         with self._lock:
             self._groups.add(group)
-            if self._stopped:
+            if self._stopped.is_set():
                 _kill_group(group)
 
     def _ended(self, group: int) -> None:
