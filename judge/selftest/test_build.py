@@ -125,11 +125,11 @@ class GroundworkTest(unittest.TestCase):
 
     def test_the_test_files_of_01_to_06_reach_the_header_through_a_seam(self):
         # The files that include each header: the seam, and a second unit so that a function the
-        # header defines without inline fails the link (02's are the files of ObjectPool<T>, whose
-        # create() cannot cross a seam, and 05's those of AlignedAllocator<T, Align>, which its tests
+        # header defines without inline fails the link (02 has two seams, one for its pools and one
+        # for ObjectPool<T>; 05's other files are those of AlignedAllocator<T, Align>, which its tests
         # hand to containers of any T). Every other test file is compiled once per tree.
         including = {"1": ["arena_under_test.cpp", "header_in_a_second_unit.cpp"],
-                     "2": ["model_run.cpp", "pool_under_test.cpp", "stage3_objects.cpp"],
+                     "2": ["header_in_a_second_unit.cpp", "object_pool_under_test.cpp", "pool_under_test.cpp"],
                      "3": ["block_pool_under_test.cpp", "header_in_a_second_unit.cpp"],
                      "4": ["caching_under_test.cpp", "header_in_a_second_unit.cpp"],
                      "5": ["arena_resource_under_test.cpp", "model_run.cpp", "stage1_aligned_vector.cpp",
@@ -146,6 +146,23 @@ class GroundworkTest(unittest.TestCase):
             for test in (t for t in tests if t.name not in expected):
                 self.assertTrue(test in groundwork or str(test) in unity,
                                 f"{test.name} is compiled once per tree: {groundwork}")
+    def test_a_tree_built_for_some_stages_compiles_only_the_seams_their_files_use(self):
+        # Exercise 02's ThreadSanitizer tree holds stage 4, which reaches the pools through
+        # pool_under_test.cpp: ObjectPool's seam, which only stages 3 and 5 use, is not compiled there.
+        with tempfile.TemporaryDirectory() as tree:
+            done = subprocess.run(["cmake", "-S", str(cat.ROOT), "-B", tree, "-G", "Ninja", "-Wno-dev",
+                                   "-DCMAKE_CXX_COMPILER=clang++", "-DALLOCLAB_SANITIZER=tsan",
+                                   "-DALLOCLAB_ONLY_STAGES=4"], capture_output=True, text=True, timeout=300)
+            self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+            inputs = subprocess.run(["ninja", "-C", tree, "-t", "inputs", "test_02-fixed-pool"], capture_output=True,
+                                    text=True, timeout=60).stdout.split()
+            unity = "".join(Path(tree, i).read_text() for i in inputs if i.endswith(".cxx"))
+            compiled = unity + " ".join(inputs)
+            self.assertIn("pool_under_test.cpp", compiled, "stage 4 reaches the pools through pool_under_test.cpp")
+            self.assertNotIn("object_pool_under_test.cpp", compiled,
+                             "no file of stage 4 includes object_pool_under_test.hpp, so its seam is not compiled")
+            self.assertNotIn("stage3_objects.cpp", compiled, "a tree of stage 4 compiles no file of stage 3")
+
 
 if __name__ == "__main__":
     unittest.main()

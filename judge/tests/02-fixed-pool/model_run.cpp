@@ -1,7 +1,5 @@
 // How one sequence of calls runs on the pool under test and on the model (model.hpp), with every
 // observer compared after each call. stage5_model.cpp generates the sequences.
-#include "fixed_pool.hpp"
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +16,9 @@
 #include "model.hpp"
 #include "model_calls.hpp"
 #include "model_check.hpp"
+#include "object_pool_under_test.hpp"
+#include "object_types.hpp"
+#include "pool_under_test.hpp"
 
 namespace pool_model {
 namespace {
@@ -28,33 +29,6 @@ using alloclab::test::news_in_use;
 using alloclab::test::model::Outcome;
 using alloclab::test::model::outcome_of;
 using alloclab::test::model::Transcript;
-
-// A caller's object often starts with a pointer. The caller here stores the address of this
-// buffer in the first bytes of every block it holds: a pool that reads those bytes as its link
-// hands out the buffer, which the transcript then names, instead of crashing on a wild address.
-alignas(64) unsigned char decoy[2048];
-
-// ObjectPool's objects: an Item starts with a pointer (to the decoy), remembers its value and
-// whether its Tag came as an lvalue or an rvalue, and counts the destructors that ran, and those
-// that found the pointer overwritten; Item(v, Refuse{}) throws Refused.
-struct Tag {};
-struct Refuse {};
-struct Refused {};
-struct Item {
-  static inline int destructions = 0, overwritten = 0;
-  Item(int v, const Tag&) : value(v), from(Objects::From::lvalue) {}
-  Item(int v, Tag&&) : value(v), from(Objects::From::rvalue) {}
-  Item(int, Refuse) { throw Refused{}; }
-  ~Item() {
-    ++destructions;
-    if (first != decoy) ++overwritten;
-  }
-  Item(const Item&) = delete;
-  Item& operator=(const Item&) = delete;
-  const unsigned char* first = decoy;
-  int value = 0;
-  Objects::From from = Objects::From::lvalue;
-};
 
 std::string big(std::size_t n) {
   if (n == SIZE_MAX) return "SIZE_MAX";
@@ -250,7 +224,7 @@ void run_pool(const char* type, const Start& s, const std::vector<Op>& ops) {
 
   // The other pool and the local variable of the owns() probes, declared up front when a
   // sequence uses them.
-  std::optional<alloclab::FixedPool> other;
+  std::optional<alloclab::test::pool::FixedPool> other;
   const void* foreign = nullptr;
   if (with_other) {
     try {
@@ -408,9 +382,9 @@ void run_pool(const char* type, const Start& s, const std::vector<Op>& ops) {
 std::string from_name(Objects::From f) { return f == Objects::From::lvalue ? "an lvalue" : "an rvalue"; }
 
 void run_objects(const Start& s, const std::vector<Op>& ops) {
-  Transcript t("using alloclab::ObjectPool;  // Item, Tag and Refuse: see judge/tests/02-fixed-pool/model_run.cpp");
+  Transcript t("using alloclab::ObjectPool;  // Item, Tag and Refuse: see judge/tests/02-fixed-pool/object_types.hpp");
   Item::destructions = Item::overwritten = 0;
-  std::optional<alloclab::ObjectPool<Item>> objects;
+  std::optional<alloclab::test::pool::ObjectPool<Item>> objects;
   const std::string decl = "ObjectPool<Item> objects(" + std::to_string(s.per_chunk) + ");";
   const Measured made = measured(s.fail, [&] { objects.emplace(s.per_chunk); });
   const std::string refused = made.fired ? "the " + nth(s.fail) + " heap allocation inside it is refused" : "";
@@ -540,8 +514,8 @@ void run_objects(const Start& s, const std::vector<Op>& ops) {
 
 void run(const Start& start, const std::vector<Op>& ops) {
   switch (start.subject) {
-    case Start::fixed: run_pool<alloclab::FixedPool>("FixedPool", start, ops); break;
-    case Start::shared: run_pool<alloclab::SharedFixedPool>("SharedFixedPool", start, ops); break;
+    case Start::fixed: run_pool<alloclab::test::pool::FixedPool>("FixedPool", start, ops); break;
+    case Start::shared: run_pool<alloclab::test::pool::SharedFixedPool>("SharedFixedPool", start, ops); break;
     case Start::objects: run_objects(start, ops); break;
   }
 }

@@ -4,9 +4,8 @@
 //
 // Why: the test files are most of what a judge compiles, and none of them changes when the
 // learner's header does. Behind this seam stages 1, 2 and 4 are compiled once per build tree, the
-// ThreadSanitizer tree's too. ObjectPool<T> cannot cross it (its create() forwards any arguments
-// to any T), so stage 3 and the model's runner include the header, and an edit recompiles them
-// and this seam.
+// ThreadSanitizer tree's too. ObjectPool<T> has a seam of its own (object_pool_under_test.hpp), so
+// an edit recompiles the two seams and header_in_a_second_unit.cpp, and no stage file.
 //
 // Nothing here judges: every member forwards the call, its arguments and its outcome (value or
 // exception) unchanged. The seam's own heap block (the one that holds the learner's pool) is taken

@@ -1,6 +1,4 @@
 // Stage 3 — ObjectPool: construction in a pooled block, destruction, and a constructor that throws.
-#include "fixed_pool.hpp"
-
 #include <algorithm>
 #include <cstddef>
 #include <set>
@@ -9,49 +7,16 @@
 #include <vector>
 
 #include "alloclab_test.hpp"
+#include "object_pool_under_test.hpp"
+#include "object_types.hpp"
 #include "pool_test_support.hpp"
 
 namespace stage3_objects {
 
-using alloclab::ObjectPool;
+using alloclab::test::pool::ObjectPool;
 using alloclab::test::address;
 using alloclab::test::heap_bytes_in_use;
 using namespace alloclab::test::pool;
-
-// Counts constructions and destructions; each test starts from zero.
-struct Tracked {
-  static inline int constructed = 0;
-  static inline int destroyed = 0;
-  static void reset() { constructed = destroyed = 0; }
-
-  Tracked(int v, std::string n) : value(v), name(std::move(n)) { ++constructed; }
-  ~Tracked() { ++destroyed; }
-  Tracked(const Tracked&) = delete;
-  Tracked& operator=(const Tracked&) = delete;
-
-  int value;
-  std::string name;  // long names live on the heap: a skipped destructor leaks them
-};
-
-// Remembers whether it was built from an lvalue or from an rvalue.
-struct Probe {};
-struct Sink {
-  enum class From { lvalue, rvalue };
-  explicit Sink(const Probe&) : from(From::lvalue) {}
-  explicit Sink(Probe&&) : from(From::rvalue) {}
-  From from;
-};
-
-struct Refused {};
-// Throws from its constructor when asked to.
-struct Fragile {
-  static inline int destroyed = 0;
-  explicit Fragile(bool fail) {
-    if (fail) throw Refused{};
-  }
-  ~Fragile() { ++destroyed; }
-  long payload[4] = {};
-};
 
 std::string long_name(int i) { return "request-state-number-" + std::to_string(i) + "-with-a-name-too-long-for-SSO"; }
 
@@ -184,9 +149,6 @@ TEST(PoolObjects, SmallAndAlignedTypesGetTheirOwnBlocks) {
            "for the free list's link.";
   for (char* c : cs) chars.destroy(c);
 
-  struct alignas(alignof(std::max_align_t)) Wide {
-    char bytes[40];
-  };
   ObjectPool<Wide> wides(4);
   std::vector<Wide*> ws;
   for (int i = 0; i < 10; ++i) ws.push_back(wides.create());
@@ -225,9 +187,6 @@ TEST(PoolObjects, DefaultChunkHolds1024Objects) {
 #ifndef ALLOCLAB_TEST_HEAP_BYTES
   GTEST_SKIP() << "needs a sanitizer's count of heap bytes";
 #endif
-  struct Small {
-    int value;
-  };
   ObjectPool<Small> pool;
   std::vector<Small*> objects;
   objects.reserve(1025);  // the test's own vector does not allocate below
