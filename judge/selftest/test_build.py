@@ -5,8 +5,9 @@ import subprocess
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
-from lab.core import build
+from lab.core import build, judging
 from lab.model import catalog as cat
 
 LOG = """[1/2] Building CXX object CMakeFiles/test_01-arena.dir/Unity/unity_0_cxx.cxx.o
@@ -162,6 +163,32 @@ class GroundworkTest(unittest.TestCase):
             self.assertNotIn("object_pool_under_test.cpp", compiled,
                              "no file of stage 4 includes object_pool_under_test.hpp, so its seam is not compiled")
             self.assertNotIn("stage3_objects.cpp", compiled, "a tree of stage 4 compiles no file of stage 3")
+
+
+class LaterProgramsTest(unittest.TestCase):
+    """Exercise 07's engine is a program of its own, built only once stages 1 to 3 pass; once it is in
+    the tree, an edit leaves only its link, which the main program's build does on the other core."""
+
+    def beside(self, tree: Path, numbers: tuple[int, ...] = ()) -> list[str]:
+        catalog = cat.load()
+        exercise = catalog.resolve("7")
+        main = [s for s in exercise.stages if not s.program and (not numbers or s.number in numbers)]
+        later = {"engine": [s for s in exercise.stages if s.program]}
+        asked = build.Request(exercise, build.Impl("solutions"), ("clang",), compile_only_judged=bool(numbers))
+        with mock.patch.object(judging.build, "tests_built", lambda *args: args[-1]):
+            beside = judging._tests_built(asked, "clang", "asan", main, "", catalog.limits, later)
+        return beside(tree)
+
+    def test_the_engine_is_linked_beside_the_main_build_once_it_was_built(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = Path(tmp)
+            self.assertEqual(self.beside(tree), [], "an engine never built waits for stages 1 to 3 to pass")
+            (tree / "test_07-serving-engine-engine").write_text("")
+            self.assertEqual(self.beside(tree), ["test_07-serving-engine-engine"],
+                             "an engine built before is relinked in the main program's build")
+            self.assertEqual(self.beside(tree, numbers=(1,)), [],
+                             "a main binary built for some stages is another configuration of the tree, in which "
+                             "the engine's binary is not linked")
 
 
 if __name__ == "__main__":

@@ -208,12 +208,12 @@ def program_name(exercise_name: str, program: str = "") -> str:
 
 @contextmanager
 def tests_built(request: Request, compiler: str, sanitizer: str, timeout: float, program: str = "",
-                only_stages: tuple[int, ...] = (), beside: Callable[[Path], str] | None = None):
+                only_stages: tuple[int, ...] = (), beside: Callable[[Path], list[str]] | None = None):
     """The exercise's test binary (or that of one of its programs) and its build result, built in
     its tree (the request's slot), which stays locked while the caller runs it. `only_stages`: the
     binary holds these stages alone (CMakeLists.txt's ALLOCLAB_ONLY_STAGES), so the others are not
-    compiled. `beside`: given the configured tree, a target to build in the same build ("" for
-    none), whose failure is not the test binary's (its list_ twin)."""
+    compiled. `beside`: given the configured tree, the targets to build in the same build, whose
+    failure is not the test binary's (its list_ twin, a later program's binary)."""
     tree = request_tree(request, compiler, sanitizer)
     target = f"test_{program_name(request.exercise.name, program)}"
     with locked(tree):
@@ -271,30 +271,31 @@ class Slots:
 
 def configure_and_build(tree: Path, target: str, request: Request, compiler: str, sanitizer: str, timeout: float,
                         *, extra: dict[str, str] | None = None,
-                        beside: Callable[[Path], str] | None = None) -> BuildResult:
+                        beside: Callable[[Path], list[str]] | None = None) -> BuildResult:
     """Builds `target` in a tree configured for `request` with one compiler and instrumentation,
-    configuring it first when it is not (and `beside`'s target with it, see tests_built)."""
+    configuring it first when it is not (and `beside`'s targets with it, see tests_built)."""
     failed = configure(tree, request, compiler, sanitizer, timeout, extra)
-    return failed or build(tree, target, timeout, beside(tree) if beside else "")
+    return failed or build(tree, target, timeout, beside(tree) if beside else [])
 
 
-def build(tree: Path, target: str, timeout: float, beside: str = "") -> BuildResult:
-    """Builds `target`, and `beside` with it when given: what `beside` alone fails to build does not
-    fail `target` (its diagnostics are dropped)."""
+def build(tree: Path, target: str, timeout: float, beside: list[str] | tuple[str, ...] = ()) -> BuildResult:
+    """Builds `target`, and the targets `beside` with it: what they alone fail to build does not
+    fail `target` (their diagnostics are dropped)."""
     env = dict(os.environ, NINJA_STATUS="", CLICOLOR="0", TERM="dumb")
     # After a step fails, Ninja starts no other (the steps running finish, so every translation unit
     # of the header compiled at once still says its first error): a first judge that meets a compile
     # error reports it without first compiling what no edit changes. With `beside`, every step is
     # tried, since its failure must not stop the target's.
     keep_going = "0" if beside else "1"
-    result = process.run(["cmake", "--build", str(tree), "--target", target, *([beside] if beside else []),
+    result = process.run(["cmake", "--build", str(tree), "--target", target, *beside,
                           "--", "-k", keep_going], env=env, timeout=timeout, keep_bytes=400_000)
     log = result.stdout.text() + result.stderr.text()
     diagnostics = parse_diagnostics(log)
     ok = result.returncode == 0 and not result.timed_out
     failed_steps = re.findall(r"^FAILED: (\S+)", log, re.M)
+    theirs = tuple(f"CMakeFiles/{b}.dir/" for b in beside)
     if beside and not ok and not result.timed_out and failed_steps and \
-            all(step == beside or step.startswith(f"CMakeFiles/{beside}.dir/") for step in failed_steps):
+            all(step in beside or step.startswith(theirs) for step in failed_steps):
         ok, diagnostics = True, [d for d in diagnostics if d.severity == "warning"]
     problem = ""
     if result.timed_out:

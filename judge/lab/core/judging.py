@@ -141,12 +141,24 @@ def _held(request: Request, sanitizer: str, stages: list[Stage], program: str) -
     return only_stages(exercise, held, program)
 
 
-def _tests_built(request: Request, compiler: str, sanitizer: str, stages: list[Stage], program: str, limits: Limits):
-    """build.tests_built for `program`'s `stages` in one configuration."""
-    def list_beside(tree: Path) -> str:   # the first build of a tree builds its list_ twin with it
-        return listing.to_build(tree, request.exercise, request.impl, program)
-    return build.tests_built(request, compiler, sanitizer, limits.build_timeout_seconds, program,
-                             _held(request, sanitizer, stages, program), list_beside)
+def _tests_built(request: Request, compiler: str, sanitizer: str, stages: list[Stage], program: str, limits: Limits,
+                 later: dict[str, list[Stage]] | None = None):
+    """build.tests_built for `program`'s `stages` in one configuration. `later`: the stages of the
+    programs the configuration judges after this one, by program. The first build of a tree builds
+    the list_ twin with the test binary; and a later program already built in the tree (exercise
+    07's engine, once stages 1 to 3 have passed) is linked in the same build, on the other core,
+    since after an edit its link is all that is left of it: it is still run only once the stages
+    before it pass."""
+    held = _held(request, sanitizer, stages, program)
+
+    def beside(tree: Path) -> list[str]:
+        targets = [listing.to_build(tree, request.exercise, request.impl, program)]
+        for other, group in (later or {}).items():
+            binary = f"test_{build.program_name(request.exercise.name, other)}"
+            if not held and not _held(request, sanitizer, group, other) and (tree / binary).is_file():
+                targets.append(binary)
+        return [t for t in targets if t]
+    return build.tests_built(request, compiler, sanitizer, limits.build_timeout_seconds, program, held, beside)
 
 
 def judge(request: Request, limits: Limits) -> Verdict:
@@ -232,7 +244,8 @@ def _judge_config(request: Request, compiler: str, sanitizer: str, stages: list[
     """One configuration's result, and whether every stage hung on its first run. A stage with a
     program of its own (catalog.Stage.program) is built and run only once no stage before it has
     failed, in this configuration or one judged before (`failed`, which this adds to), unless the
-    request asks for every stage: a learner whose first stage fails does not wait for the engine."""
+    request asks for every stage: a learner whose first stage fails does not wait for the engine.
+    Once built in the tree, it is relinked beside the main program's build (_tests_built)."""
     programs: dict[str, list[Stage]] = {}
     for stage in sorted(stages, key=lambda s: (s.program != "", s.number)):
         programs.setdefault(stage.program, []).append(stage)
@@ -247,8 +260,9 @@ def _judge_config(request: Request, compiler: str, sanitizer: str, stages: list[
             judged += _not_judged(compiler, sanitizer, group, _from_source(request.exercise, group), waiting).stages
             continue
         prebuilds.after(compiler, sanitizer, program)
+        later = {other: stages_of for other, stages_of in programs.items() if other != program and not program}
         stage_results, summary, hung_here = _judge_program(request, compiler, sanitizer, group, focus, limits, macros,
-                                                           program)
+                                                           program, later)
         judged += stage_results
         hung = hung or (hung_here and not program)
         result.build.seconds += summary.seconds
@@ -269,10 +283,12 @@ def _numbered(numbers: list[int]) -> str:
 
 
 def _judge_program(request: Request, compiler: str, sanitizer: str, stages: list[Stage], focus: Path,
-                   limits: Limits, macros: _MacroCheck, program: str) -> tuple[list[StageResult], BuildSummary, bool]:
-    """Builds one test program of the exercise and runs its stages."""
+                   limits: Limits, macros: _MacroCheck, program: str,
+                   later: dict[str, list[Stage]] | None = None) -> tuple[list[StageResult], BuildSummary, bool]:
+    """Builds one test program of the exercise (and links the `later` ones, see _tests_built) and
+    runs its stages."""
     exercise, impl = request.exercise, request.impl
-    with _tests_built(request, compiler, sanitizer, stages, program, limits) as (binary, built):
+    with _tests_built(request, compiler, sanitizer, stages, program, limits, later) as (binary, built):
         error = built.first_error(focus)
         summary = BuildSummary(built.ok, built.seconds, error, built.warnings_in(focus)[:5], built.problem)
         macros.start(binary.parent, binary.name)   # a header that breaks the build by tampering is told so too
