@@ -163,6 +163,13 @@ class GroundworkTest(unittest.TestCase):
             self.assertNotIn("object_pool_under_test.cpp", compiled,
                              "no file of stage 4 includes object_pool_under_test.hpp, so its seam is not compiled")
             self.assertNotIn("stage3_objects.cpp", compiled, "a tree of stage 4 compiles no file of stage 3")
+            # 04's stage files reach its seam through a header of their folder (caching_test_support.hpp).
+            inputs = subprocess.run(["ninja", "-C", tree, "-t", "inputs", "test_04-caching-allocator"],
+                                    capture_output=True, text=True, timeout=60).stdout.split()
+            unity = "".join(Path(tree, i).read_text() for i in inputs if i.endswith(".cxx"))
+            self.assertIn("caching_under_test.cpp", unity + " ".join(inputs),
+                          "stage 4 of exercise 04 reaches the header through caching_test_support.hpp, which "
+                          "includes caching_under_test.hpp: its seam is compiled")
 
 
 class LaterProgramsTest(unittest.TestCase):
