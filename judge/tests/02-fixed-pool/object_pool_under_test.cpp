@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "failing_new.hpp"
@@ -18,6 +19,18 @@ template <class T>
 struct ObjectPool<T>::Learners {
   std::optional<::alloclab::ObjectPool<T>> p;
 };
+
+namespace {
+
+// Whether the learner's create() takes these arguments, as a test passed them. Named so that a
+// compiler that refuses a call says which T and which arguments, as the test's own line did when
+// it called the header itself.
+template <class T, class... Args>
+constexpr bool create_takes = requires(::alloclab::ObjectPool<T>& pool, Args&&... args) {
+  pool.create(std::forward<Args>(args)...);
+};
+
+}  // namespace
 
 // The learner's constructor runs into a holder the seam already has, so a constructor that throws
 // leaves nothing behind, as it would with the learner's type on the stack.
@@ -35,6 +48,10 @@ ObjectPool<T>::~ObjectPool() = default;
 template <class T>
 template <class... Args>
 T* ObjectPool<T>::create(Args&&... args) {
+  static_assert(create_takes<T, Args...>,
+                "create() must take whatever arguments T's constructor takes, each as given: an rvalue, an "
+                "lvalue, a const lvalue, a string literal, or none at all; create_takes<T, Args...> names the T "
+                "and the arguments of the tests' call that your create() refuses");
   return learners_->p->create(std::forward<Args>(args)...);
 }
 template <class T>
@@ -42,9 +59,12 @@ void ObjectPool<T>::destroy(T* p) {
   learners_->p->destroy(p);
 }
 // Called on a const pool, as a caller holding a const reference would: a live() the learner did
-// not declare const does not compile here.
+// not declare const does not compile here. Its type is the contract's too, since the seam's
+// std::size_t would silently take an int.
 template <class T>
 std::size_t ObjectPool<T>::live() const {
+  static_assert(std::is_same_v<decltype(std::as_const(*learners_->p).live()), std::size_t>,
+                "live() returns std::size_t, as the skeleton declares it: keep its declaration");
   return std::as_const(*learners_->p).live();
 }
 
