@@ -147,6 +147,7 @@ class GroundworkTest(unittest.TestCase):
             for test in (t for t in tests if t.name not in expected):
                 self.assertTrue(test in groundwork or str(test) in unity,
                                 f"{test.name} is compiled once per tree: {groundwork}")
+
     def test_a_tree_built_for_some_stages_compiles_only_the_seams_their_files_use(self):
         # Exercise 02's ThreadSanitizer tree holds stage 4, which reaches the pools through
         # pool_under_test.cpp: ObjectPool's seam, which only stages 3 and 5 use, is not compiled there.
@@ -155,22 +156,21 @@ class GroundworkTest(unittest.TestCase):
                                    "-DCMAKE_CXX_COMPILER=clang++", "-DALLOCLAB_SANITIZER=tsan",
                                    "-DALLOCLAB_ONLY_STAGES=4"], capture_output=True, text=True, timeout=300)
             self.assertEqual(done.returncode, 0, done.stderr[-2000:])
-            inputs = subprocess.run(["ninja", "-C", tree, "-t", "inputs", "test_02-fixed-pool"], capture_output=True,
-                                    text=True, timeout=60).stdout.split()
-            unity = "".join(Path(tree, i).read_text() for i in inputs if i.endswith(".cxx"))
-            compiled = unity + " ".join(inputs)
-            self.assertIn("pool_under_test.cpp", compiled, "stage 4 reaches the pools through pool_under_test.cpp")
-            self.assertNotIn("object_pool_under_test.cpp", compiled,
+
+            def compiled(target: str) -> str:
+                """The files `target` compiles: its inputs, and the files its unity units include."""
+                inputs = subprocess.run(["ninja", "-C", tree, "-t", "inputs", target], capture_output=True,
+                                        text=True, timeout=60).stdout.split()
+                return "".join(Path(tree, i).read_text() for i in inputs if i.endswith(".cxx")) + " ".join(inputs)
+
+            pools = compiled("test_02-fixed-pool")
+            self.assertIn("pool_under_test.cpp", pools, "stage 4 reaches the pools through pool_under_test.cpp")
+            self.assertNotIn("object_pool_under_test.cpp", pools,
                              "no file of stage 4 includes object_pool_under_test.hpp, so its seam is not compiled")
-            self.assertNotIn("stage3_objects.cpp", compiled, "a tree of stage 4 compiles no file of stage 3")
-            # 04's stage files reach its seam through a header of their folder (caching_test_support.hpp).
-            inputs = subprocess.run(["ninja", "-C", tree, "-t", "inputs", "test_04-caching-allocator"],
-                                    capture_output=True, text=True, timeout=60).stdout.split()
-            unity = "".join(Path(tree, i).read_text() for i in inputs if i.endswith(".cxx"))
-            self.assertIn("caching_under_test.cpp", unity + " ".join(inputs),
+            self.assertNotIn("stage3_objects.cpp", pools, "a tree of stage 4 compiles no file of stage 3")
+            self.assertIn("caching_under_test.cpp", compiled("test_04-caching-allocator"),
                           "stage 4 of exercise 04 reaches the header through caching_test_support.hpp, which "
                           "includes caching_under_test.hpp: its seam is compiled")
-
 
 class LaterProgramsTest(unittest.TestCase):
     """Exercise 07's engine is a program of its own, built only once stages 1 to 3 pass; once it is in

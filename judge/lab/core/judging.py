@@ -260,7 +260,7 @@ def _judge_config(request: Request, compiler: str, sanitizer: str, stages: list[
             judged += _not_judged(compiler, sanitizer, group, _from_source(request.exercise, group), waiting).stages
             continue
         prebuilds.after(compiler, sanitizer, program)
-        later = {other: stages_of for other, stages_of in programs.items() if other != program and not program}
+        later = {} if program else {other: stages_of for other, stages_of in programs.items() if other}
         stage_results, summary, hung_here = _judge_program(request, compiler, sanitizer, group, focus, limits, macros,
                                                            program, later)
         judged += stage_results

@@ -63,9 +63,10 @@ void ObjectPool<T>::destroy(T* p) {
 // std::size_t would silently take an int.
 template <class T>
 std::size_t ObjectPool<T>::live() const {
-  static_assert(std::is_same_v<decltype(std::as_const(*learners_->p).live()), std::size_t>,
+  const ::alloclab::ObjectPool<T>& pool = *learners_->p;
+  static_assert(std::is_same_v<decltype(pool.live()), std::size_t>,
                 "live() returns std::size_t, as the skeleton declares it: keep its declaration");
-  return std::as_const(*learners_->p).live();
+  return pool.live();
 }
 
 // Stage 3 (stage3_objects.cpp): each create() below is one that a test calls, with its argument
