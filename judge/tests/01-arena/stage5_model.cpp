@@ -3,73 +3,71 @@
 // call the offsets handed out, used(), peak(), capacity() and AddressSanitizer's view of every
 // byte must agree. This file only generates the sequences: it includes no header under test, so
 // an edit of arena.hpp never recompiles it.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "model_calls.hpp"
 #include "model_check.hpp"
+#include "model_draws.hpp"
 
 namespace stage5_model {
 
+using alloclab::test::model::choice;
+using alloclab::test::model::in_range;
+using alloclab::test::model::one_of;
 using arena_model::Op;
+using K = Op::Kind;
 
-rc::Gen<std::size_t> sizes() {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {6, rc::gen::inRange<std::size_t>(0, 100)},
-      {2, rc::gen::inRange<std::size_t>(100, 1100)},
-      {1, rc::gen::map(rc::gen::inRange<std::size_t>(0, 8), [](std::size_t k) { return SIZE_MAX - k; })},
-  });
+std::size_t size() {
+  switch (choice({6, 2, 1})) {
+    case 0: return in_range<std::size_t>(0, 100);
+    case 1: return in_range<std::size_t>(100, 1100);
+    default: return SIZE_MAX - in_range<std::size_t>(0, 8);
+  }
 }
 
-rc::Gen<std::size_t> alignments() {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {8, rc::gen::map(rc::gen::inRange(0, 14), [](int k) { return std::size_t{1} << k; })},
-      {1, rc::gen::element<std::size_t>(0, 3, 6, 48, 4095)},
-      // Beyond a page: only in the arena of a MiB below does the address's alignment, not the
-      // offset's, decide where such a block lands, whatever page the buffer starts on.
-      {1, rc::gen::map(rc::gen::inRange(14, 21), [](int k) { return std::size_t{1} << k; })},
-  });
+std::size_t alignment() {
+  switch (choice({8, 1, 1})) {
+    case 0: return std::size_t{1} << in_range(0, 14);
+    case 1: return one_of<std::size_t>({0, 3, 6, 48, 4095});
+    // Beyond a page: only in the arena of a MiB below does the address's alignment, not the
+    // offset's, decide where such a block lands, whatever page the buffer starts on.
+    default: return std::size_t{1} << in_range(14, 21);
+  }
 }
 
-rc::Gen<std::size_t> counts() {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {6, rc::gen::inRange<std::size_t>(0, 20)},
-      {1, rc::gen::map(rc::gen::inRange<std::size_t>(0, 4), [](std::size_t k) { return SIZE_MAX / 64 + k; })},
-  });
+std::size_t count() {
+  return choice({6, 1}) == 0 ? in_range<std::size_t>(0, 20) : SIZE_MAX / 64 + in_range<std::size_t>(0, 4);
 }
 
 rc::Gen<Op> ops() {
-  using K = Op::Kind;
-  auto op = [](rc::Gen<K> kind) {
-    return rc::gen::construct<Op>(kind, sizes(), alignments(), rc::gen::inRange<std::size_t>(0, 4));
-  };
-  return rc::gen::weightedOneOf<Op>({
-      {6, op(rc::gen::just(K::allocate))},
-      {1, rc::gen::construct<Op>(rc::gen::just(K::alloc_words), counts(), rc::gen::just<std::size_t>(8),
-                                 rc::gen::just<std::size_t>(0))},
-      {1, rc::gen::construct<Op>(rc::gen::just(K::alloc_lines), counts(), rc::gen::just<std::size_t>(64),
-                                 rc::gen::just<std::size_t>(0))},
-      {1, op(rc::gen::just(K::reset))},
-      {2, op(rc::gen::just(K::mark))},
-      {2, op(rc::gen::just(K::rewind))},
+  return rc::gen::exec([] {
+    const K kind =
+        std::array{K::allocate, K::alloc_words, K::alloc_lines, K::reset, K::mark, K::rewind}[choice({6, 1, 1, 1, 2, 2})];
+    if (kind == K::alloc_words) return Op(kind, count(), 8, 0);
+    if (kind == K::alloc_lines) return Op(kind, count(), 64, 0);
+    const std::size_t n = size();
+    const std::size_t align = alignment();
+    return Op(kind, n, align, in_range<std::size_t>(0, 4));
   });
 }
 
-rc::Gen<std::size_t> capacities() {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {3, rc::gen::just<std::size_t>(0)},
-      {40, rc::gen::inRange<std::size_t>(1, 300)},
-      {20, rc::gen::inRange<std::size_t>(300, 2049)},
-      {10, rc::gen::just<std::size_t>(4096)},
-      {2, rc::gen::just<std::size_t>((std::size_t{1} << 20) + 4096)},
-  });
+std::size_t capacity() {
+  switch (choice({3, 40, 20, 10, 2})) {
+    case 0: return 0;
+    case 1: return in_range<std::size_t>(1, 300);
+    case 2: return in_range<std::size_t>(300, 2049);
+    case 3: return 4096;
+    default: return (std::size_t{1} << 20) + 4096;
+  }
 }
 
 ALLOCLAB_MODEL_TEST(ArenaModel, EveryCallAgreesWithTheModel, 1, {}, [] {
-  const auto capacity = *capacities();
+  const auto asked = capacity();
   const auto sequence = *rc::gen::container<std::vector<Op>>(ops());
-  arena_model::run(capacity, sequence);
+  arena_model::run(asked, sequence);
 })
 
 }  // namespace stage5_model

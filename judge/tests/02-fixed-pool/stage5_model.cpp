@@ -4,123 +4,120 @@
 // out, the counts, owns(), the caller's bytes in every live block, the objects and the heap the
 // pool holds must agree. This file only generates the sequences: it includes no header under
 // test, so an edit of fixed_pool.hpp never recompiles it.
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "model_calls.hpp"
 #include "model_check.hpp"
+#include "model_draws.hpp"
 
 namespace stage5_model {
 
+using alloclab::test::model::choice;
+using alloclab::test::model::uniform_in;
 using pool_model::Op;
 using pool_model::Start;
+using K = Op::Kind;
 
 // The alignment the contract rounds strides to.
 constexpr std::size_t kAlign = alignof(std::max_align_t);
 
-// A value of [lo, hi), uniform whatever the size: RapidCheck's size grows the sequences, and
-// RapidCheck's inRange would narrow every range to its low end while the size is small.
-template <class T>
-rc::Gen<T> uniform(T lo, T hi) {
-  return rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
+// Which heap allocation inside a call is refused (0: none).
+long failure() {
+  switch (choice({8, 2, 2})) {
+    case 0: return 0;
+    case 1: return 1;
+    default: return uniform_in(2L, 5L);
+  }
 }
 
-rc::Gen<long> failures() {
-  return rc::gen::weightedOneOf<long>({{8, rc::gen::just(0L)}, {2, rc::gen::just(1L)}, {2, uniform(2L, 5L)}});
+std::size_t block_size() {
+  switch (choice({12, 4, 1, 3, 1, 1})) {
+    case 0: return uniform_in<std::size_t>(1, 65);
+    case 1: return uniform_in<std::size_t>(65, 300);
+    case 2: return uniform_in<std::size_t>(1000, 1100);
+    // a size that is already a multiple of the alignment keeps it as its stride
+    case 3: return uniform_in<std::size_t>(1, 9) * kAlign;
+    case 4: return 0;
+    // within a few alignments of SIZE_MAX: the stride overflows, or no heap has one block
+    default: return SIZE_MAX - uniform_in<std::size_t>(0, 40);
+  }
 }
 
-rc::Gen<std::size_t> block_sizes() {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {12, uniform<std::size_t>(1, 65)},
-      {4, uniform<std::size_t>(65, 300)},
-      {1, uniform<std::size_t>(1000, 1100)},
-      // sizes that are already a multiple of the alignment keep it as their stride
-      {3, rc::gen::map(uniform<std::size_t>(1, 9), [](std::size_t k) { return k * kAlign; })},
-      {1, rc::gen::just<std::size_t>(0)},
-      // within a few alignments of SIZE_MAX: the stride overflows, or no heap has one block
-      {1, rc::gen::map(uniform<std::size_t>(0, 40), [](std::size_t k) { return SIZE_MAX - k; })},
-  });
+std::size_t chunk_length() {
+  switch (choice({18, 1, 1})) {
+    case 0: return uniform_in<std::size_t>(1, 7);
+    case 1: return 0;
+    // chunks of 16-byte strides that just fit in a std::size_t, or just do not
+    default: return SIZE_MAX / 16 - 1 + uniform_in<std::size_t>(0, 3);
+  }
 }
 
-rc::Gen<std::size_t> chunk_lengths() {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {18, uniform<std::size_t>(1, 7)},
-      {1, rc::gen::just<std::size_t>(0)},
-      // chunks of 16-byte strides that just fit in a std::size_t, or just do not
-      {1, rc::gen::map(uniform<std::size_t>(0, 3), [](std::size_t k) { return SIZE_MAX / 16 - 1 + k; })},
-  });
+// The block size and blocks_per_chunk together: mostly each drawn alone, sometimes a size near
+// SIZE_MAX / k with about k blocks, whose chunk size overflows to a small number or just fits
+// and is more than any heap has.
+std::pair<std::size_t, std::size_t> shape() {
+  if (choice({20, 4}) == 0) {
+    const std::size_t size = block_size();
+    return {size, chunk_length()};
+  }
+  const auto k = uniform_in<std::size_t>(2, 7);
+  const auto j = uniform_in<std::size_t>(0, 40);
+  const std::size_t d = std::array<std::size_t, 3>{1, 0, 2}[choice({3, 1, 1})];
+  return {SIZE_MAX / k - 20 + j, k - 1 + d};
 }
 
-// The block size and blocks_per_chunk together: mostly each from its own generator, sometimes a
-// size near SIZE_MAX / k with about k blocks, whose chunk size overflows to a small number or
-// just fits and is more than any heap has.
-rc::Gen<std::pair<std::size_t, std::size_t>> shapes() {
-  return rc::gen::weightedOneOf<std::pair<std::size_t, std::size_t>>({
-      {20, rc::gen::pair(block_sizes(), chunk_lengths())},
-      {4, rc::gen::map(rc::gen::tuple(uniform<std::size_t>(2, 7), uniform<std::size_t>(0, 40),
-                                      rc::gen::weightedOneOf<std::size_t>({{3, rc::gen::just<std::size_t>(1)},
-                                                                           {1, rc::gen::just<std::size_t>(0)},
-                                                                           {1, rc::gen::just<std::size_t>(2)}})),
-                       [](const std::tuple<std::size_t, std::size_t, std::size_t>& v) {
-                         const auto [k, j, d] = v;
-                         return std::pair<std::size_t, std::size_t>(SIZE_MAX / k - 20 + j, k - 1 + d);
-                       })},
-  });
-}
-
-rc::Gen<std::size_t> chunk_limits() {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {8, uniform<std::size_t>(1, 5)},
-      {4, rc::gen::just<std::size_t>(SIZE_MAX)},
-      {1, rc::gen::just<std::size_t>(0)},
-  });
+std::size_t chunk_limit() {
+  switch (choice({8, 4, 1})) {
+    case 0: return uniform_in<std::size_t>(1, 5);
+    case 1: return SIZE_MAX;
+    default: return 0;
+  }
 }
 
 rc::Gen<Op> pool_ops() {
-  using K = Op::Kind;
-  auto op = [](K kind, rc::Gen<int> target) {
-    return rc::gen::construct<Op>(
-        rc::gen::just(kind), kind == K::allocate ? failures() : rc::gen::just(0L), uniform<std::size_t>(0, 64),
-        rc::gen::weightedOneOf<int>({{4, rc::gen::just(0)}, {3, uniform(-3, 4)}, {1, uniform(-8, 9)}}),
-        rc::gen::weightedOneOf<int>({{4, rc::gen::just(0)}, {1, uniform(1, 5)}}), target);
-  };
-  return rc::gen::weightedOneOf<Op>({
-      {8, op(K::allocate, rc::gen::just(0))},
-      {5, op(K::deallocate, rc::gen::just(0))},
-      {1, op(K::deallocate_null, rc::gen::just(0))},
-      {4, op(K::owns, rc::gen::weightedOneOf<int>({{5, rc::gen::just(0)}, {3, uniform(4, 6)}, {1, uniform(1, 4)}}))},
+  return rc::gen::exec([] {
+    const K kind = std::array{K::allocate, K::deallocate, K::deallocate_null, K::owns}[choice({8, 5, 1, 4})];
+    const long fail = kind == K::allocate ? failure() : 0;
+    const auto pick = uniform_in<std::size_t>(0, 64);
+    const int choice_of_steps = static_cast<int>(choice({4, 3, 1}));
+    const int steps = choice_of_steps == 0 ? 0 : choice_of_steps == 1 ? uniform_in(-3, 4) : uniform_in(-8, 9);
+    const int into = choice({4, 1}) == 0 ? 0 : uniform_in(1, 5);
+    int target = 0;
+    if (kind == K::owns) {
+      const std::size_t asked = choice({5, 3, 1});
+      target = asked == 0 ? 0 : asked == 1 ? uniform_in(4, 6) : uniform_in(1, 4);
+    }
+    return Op(kind, fail, pick, steps, into, target);
   });
 }
 
 rc::Gen<Op> object_ops() {
-  using K = Op::Kind;
-  auto op = [](K kind, rc::Gen<int> target) {
-    return rc::gen::construct<Op>(rc::gen::just(kind), kind == K::create ? failures() : rc::gen::just(0L),
-                                  uniform<std::size_t>(0, 64), rc::gen::just(0), rc::gen::just(0), target);
-  };
-  return rc::gen::weightedOneOf<Op>({
-      {8, op(K::create, rc::gen::weightedOneOf<int>({{5, uniform(0, 3)}, {1, rc::gen::just(3)}}))},
-      {5, op(K::destroy, rc::gen::just(0))},
-      {1, op(K::destroy_null, rc::gen::just(0))},
+  return rc::gen::exec([] {
+    const K kind = std::array{K::create, K::destroy, K::destroy_null}[choice({8, 5, 1})];
+    const long fail = kind == K::create ? failure() : 0;
+    const auto pick = uniform_in<std::size_t>(0, 64);
+    const int target = kind != K::create ? 0 : choice({5, 1}) == 0 ? uniform_in(0, 3) : 3;
+    return Op(kind, fail, pick, 0, 0, target);
   });
 }
 
 ALLOCLAB_MODEL_TEST(PoolModel, EveryCallAgreesWithTheModel, 2, {}, [] {
-  const auto subject = *rc::gen::weightedOneOf<Start::Subject>(
-      {{5, rc::gen::just(Start::fixed)}, {2, rc::gen::just(Start::shared)}, {3, rc::gen::just(Start::objects)}});
+  const auto subject = std::array{Start::fixed, Start::shared, Start::objects}[choice({5, 2, 3})];
   if (subject == Start::objects) {
-    const Start start(subject, 0, *uniform<std::size_t>(1, 7), SIZE_MAX, *failures());
+    const auto per_chunk = uniform_in<std::size_t>(1, 7);
+    const Start start(subject, 0, per_chunk, SIZE_MAX, failure());
     pool_model::run(start, *rc::gen::container<std::vector<Op>>(object_ops()));
     return;
   }
-  const auto [block_size, per_chunk] = *shapes();
+  const auto [block_size, per_chunk] = shape();
   // Now and then the constructor's defaults: blocks_per_chunk = 1024, max_chunks = SIZE_MAX.
-  const int given =
-      *rc::gen::weightedOneOf<int>({{12, rc::gen::just(3)}, {1, rc::gen::just(2)}, {1, rc::gen::just(1)}});
-  const Start start(subject, block_size, per_chunk, *chunk_limits(), *failures(), given);
+  const int given = std::array{3, 2, 1}[choice({12, 1, 1})];
+  const std::size_t max_chunks = chunk_limit();
+  const Start start(subject, block_size, per_chunk, max_chunks, failure(), given);
   pool_model::run(start, *rc::gen::container<std::vector<Op>>(pool_ops()));
 })
 

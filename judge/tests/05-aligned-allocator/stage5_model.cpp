@@ -7,12 +7,14 @@
 // the addresses, used(), upstream_bytes() and every block the upstream handed out and got back
 // must agree. This file only generates the sequences: it includes no header under test, so an
 // edit of aligned_allocator.hpp never recompiles it.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "model_calls.hpp"
 #include "model_check.hpp"
+#include "model_draws.hpp"
 
 namespace stage5_model {
 
@@ -21,85 +23,77 @@ using aligned_model::ArenaOp;
 using aligned_model::ArenaSetup;
 using aligned_model::kAllocators;
 using aligned_model::kComparedPairs;
+using alloclab::test::model::choice;
+using alloclab::test::model::in_range;
+using alloclab::test::model::one_of;
 
 rc::Gen<AllocOp> alloc_ops() {
   using K = AllocOp::Kind;
-  const auto counts = rc::gen::weightedOneOf<std::size_t>({
-      {6, rc::gen::inRange<std::size_t>(0, 20)},
-      {2, rc::gen::inRange<std::size_t>(20, 2000)},
-  });
-  const auto huge = rc::gen::weightedOneOf<int>({{5, rc::gen::just(0)}, {1, rc::gen::inRange(1, 8)}});
-  const auto fails = rc::gen::weightedOneOf<bool>({{9, rc::gen::just(false)}, {1, rc::gen::just(true)}});
-  return rc::gen::weightedOneOf<AllocOp>({
-      {6, rc::gen::construct<AllocOp>(rc::gen::just(K::allocate), rc::gen::inRange<std::size_t>(0, kAllocators), counts,
-                                      huge, fails)},
-      {3, rc::gen::construct<AllocOp>(rc::gen::just(K::deallocate), rc::gen::inRange<std::size_t>(0, 8),
-                                      rc::gen::just<std::size_t>(0), rc::gen::just(0), rc::gen::just(false))},
-      {1, rc::gen::construct<AllocOp>(rc::gen::just(K::compare),
-                                      rc::gen::inRange<std::size_t>(0, kComparedPairs),
-                                      rc::gen::just<std::size_t>(0), rc::gen::just(0), rc::gen::just(false))},
+  return rc::gen::exec([] {
+    switch (choice({6, 3, 1})) {
+      case 0: {
+        const auto which = in_range<std::size_t>(0, kAllocators);
+        const std::size_t n = choice({6, 2}) == 0 ? in_range<std::size_t>(0, 20) : in_range<std::size_t>(20, 2000);
+        const int huge = choice({5, 1}) == 0 ? 0 : in_range(1, 8);
+        const bool fails = choice({9, 1}) == 1;
+        return AllocOp(K::allocate, which, n, huge, fails);
+      }
+      case 1: return AllocOp(K::deallocate, in_range<std::size_t>(0, 8), 0, 0, false);
+      default: return AllocOp(K::compare, in_range<std::size_t>(0, kComparedPairs), 0, 0, false);
+    }
   });
 }
 
-rc::Gen<ArenaSetup> arena_setups() {
-  return rc::gen::construct<ArenaSetup>(
-      rc::gen::weightedOneOf<bool>({{1, rc::gen::just(false)}, {9, rc::gen::just(true)}}),
-      rc::gen::weightedOneOf<std::size_t>({
-          {3, rc::gen::just<std::size_t>(0)},
-          {4, rc::gen::inRange<std::size_t>(1, 64)},
-          {2, rc::gen::inRange<std::size_t>(64, 4096)},
-      }),
-      rc::gen::weightedOneOf<std::size_t>({
-          {1, rc::gen::just<std::size_t>(0)},
-          {6, rc::gen::inRange<std::size_t>(1, 300)},
-          {3, rc::gen::inRange<std::size_t>(300, 1025)},
-      }),
-      rc::gen::weightedOneOf<bool>({{7, rc::gen::just(false)}, {1, rc::gen::just(true)}}));
+ArenaSetup arena_setup() {
+  const bool buffer = choice({1, 9}) == 1;
+  std::size_t offset = 0;
+  switch (choice({3, 4, 2})) {
+    case 0: break;
+    case 1: offset = in_range<std::size_t>(1, 64); break;
+    default: offset = in_range<std::size_t>(64, 4096);
+  }
+  std::size_t size = 0;
+  switch (choice({1, 6, 3})) {
+    case 0: break;
+    case 1: size = in_range<std::size_t>(1, 300); break;
+    default: size = in_range<std::size_t>(300, 1025);
+  }
+  const bool null_upstream = choice({7, 1}) == 1;
+  return ArenaSetup(buffer, offset, size, null_upstream);
 }
 
-rc::Gen<std::size_t> request_sizes() {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {1, rc::gen::just<std::size_t>(0)},  // a block that must still start inside the buffer
-      {6, rc::gen::inRange<std::size_t>(1, 65)},
-      {3, rc::gen::inRange<std::size_t>(65, 700)},
-      {1, rc::gen::inRange<std::size_t>(700, 6000)},
-      {1, rc::gen::map(rc::gen::inRange<std::size_t>(0, 8), [](std::size_t k) { return SIZE_MAX - k; })},
-  });
+std::size_t request_size() {
+  switch (choice({1, 6, 3, 1, 1})) {
+    case 0: return 0;  // a block that must still start inside the buffer
+    case 1: return in_range<std::size_t>(1, 65);
+    case 2: return in_range<std::size_t>(65, 700);
+    case 3: return in_range<std::size_t>(700, 6000);
+    default: return SIZE_MAX - in_range<std::size_t>(0, 8);
+  }
 }
 
-rc::Gen<std::size_t> alignments() {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {8, rc::gen::map(rc::gen::inRange(0, 13), [](int k) { return std::size_t{1} << k; })},
-      {1, rc::gen::element<std::size_t>(0, 3, 6, 48, 100)},
-  });
+std::size_t alignment() {
+  return choice({8, 1}) == 0 ? std::size_t{1} << in_range(0, 13) : one_of<std::size_t>({0, 3, 6, 48, 100});
 }
 
 rc::Gen<ArenaOp> arena_ops() {
   using K = ArenaOp::Kind;
-  auto op = [](K kind) {
-    return rc::gen::construct<ArenaOp>(rc::gen::just(kind), request_sizes(), alignments(),
-                                       rc::gen::inRange<std::size_t>(0, 8));
-  };
-  return rc::gen::weightedOneOf<ArenaOp>({
-      {10, op(K::allocate)},
-      {1, op(K::allocate_heap_fails)},
-      {2, op(K::deallocate)},
-      {2, op(K::release)},
-      {1, op(K::rebuild)},
-      {1, op(K::is_equal)},
-      {1, op(K::construct)},
+  return rc::gen::exec([] {
+    const K kind = std::array{K::allocate, K::allocate_heap_fails, K::deallocate, K::release, K::rebuild, K::is_equal,
+                              K::construct}[choice({10, 1, 2, 2, 1, 1, 1})];
+    const std::size_t bytes = request_size();
+    const std::size_t align = alignment();
+    return ArenaOp(kind, bytes, align, in_range<std::size_t>(0, 8));
   });
 }
 
-
 ALLOCLAB_MODEL_TEST(AlignedModel, EveryCallAgreesWithTheModel, 5, {}, [] {
-  if (*rc::gen::inRange(0, 4) == 0) {
+  if (in_range(0, 4) == 0) {
     aligned_model::run_allocator(*rc::gen::container<std::vector<AllocOp>>(alloc_ops()));
   } else {
-    const auto setup = *arena_setups();
+    const ArenaSetup setup = arena_setup();
     aligned_model::run_arena(setup, *rc::gen::container<std::vector<ArenaOp>>(arena_ops()));
   }
 })
-
 
 }  // namespace stage5_model

@@ -14,72 +14,80 @@
 #include "model.hpp"
 #include "model_calls.hpp"
 #include "model_check.hpp"
+#include "model_draws.hpp"
 
 namespace stage5_model {
 
+using alloclab::test::model::choice;
+using alloclab::test::model::in_range;
+using alloclab::test::model::one_of;
 using ring_model::Op;
+using K = Op::Kind;
 
 // Sizes for a ring of `capacity` bytes: small blocks, blocks that soon reach the end of the
 // buffer and wrap, sizes around the capacity, 0, and sizes whose sums wrap around 2^64.
-rc::Gen<std::size_t> sizes(std::size_t capacity) {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {6, rc::gen::inRange<std::size_t>(1, 65)},
-      {4, rc::gen::inRange<std::size_t>(65, capacity / 2)},
-      {3, rc::gen::inRange<std::size_t>(capacity / 2, capacity + 1)},
-      {1, rc::gen::inRange<std::size_t>(capacity - 2, capacity + 3)},
-      {1, rc::gen::just<std::size_t>(0)},
-      {1, rc::gen::map(rc::gen::inRange<std::size_t>(0, 8), [](std::size_t k) { return SIZE_MAX - k; })},
-  });
+std::size_t size(std::size_t capacity) {
+  switch (choice({6, 4, 3, 1, 1, 1})) {
+    case 0: return in_range<std::size_t>(1, 65);
+    case 1: return in_range<std::size_t>(65, capacity / 2);
+    case 2: return in_range<std::size_t>(capacity / 2, capacity + 1);
+    case 3: return in_range<std::size_t>(capacity - 2, capacity + 3);
+    case 4: return 0;
+    default: return SIZE_MAX - in_range<std::size_t>(0, 8);
+  }
 }
 
 // Powers of two up to a page, and alignments the contract refuses. Large ones often: padded up
 // from an offset near the end, a block then no longer fits before the end although its size does.
-rc::Gen<std::size_t> alignments() {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {5, rc::gen::map(rc::gen::inRange(0, 4), [](int k) { return std::size_t{1} << k; })},  // blocks that share granules
-      {6, rc::gen::map(rc::gen::inRange(0, 13), [](int k) { return std::size_t{1} << k; })},
-      {3, rc::gen::element<std::size_t>(1024, 2048, 4096)},
-      {1, rc::gen::element<std::size_t>(0, 3, 48, 8192, std::size_t{1} << 63, SIZE_MAX)},
-  });
+std::size_t alignment() {
+  switch (choice({5, 6, 3, 1})) {
+    case 0: return std::size_t{1} << in_range(0, 4);  // blocks that share granules
+    case 1: return std::size_t{1} << in_range(0, 13);
+    case 2: return one_of<std::size_t>({1024, 2048, 4096});
+    default: return one_of<std::size_t>({0, 3, 48, 8192, std::size_t{1} << 63, SIZE_MAX});
+  }
 }
 
 rc::Gen<Op> ops(std::size_t capacity) {
-  using K = Op::Kind;
-  auto op = [](K kind, rc::Gen<std::size_t> n, rc::Gen<std::size_t> align, rc::Gen<std::size_t> pick) {
-    return rc::gen::construct<Op>(rc::gen::just(kind), std::move(n), std::move(align), std::move(pick));
-  };
-  auto none = [] { return rc::gen::just<std::size_t>(0); };
-  return rc::gen::weightedOneOf<Op>({
-      {8, op(K::allocate, sizes(capacity), alignments(), none())},
-      {2, op(K::allocate_default, sizes(capacity), rc::gen::just<std::size_t>(64), none())},
-      {2, op(K::allocate_most, none(), alignments(), rc::gen::inRange<std::size_t>(0, 2))},
-      {3, op(K::checkpoint, none(), none(), none())},
-      {4, op(K::reclaim_taken, none(), none(), rc::gen::inRange<std::size_t>(0, 8))},
-      {2, op(K::reclaim_all, none(), none(), none())},
-      {2, op(K::reclaim_between, none(), none(),
-             rc::gen::weightedOneOf<std::size_t>({{2, rc::gen::inRange<std::size_t>(0, 16)},  // inside the tail's granules
-                                                  {1, rc::gen::inRange<std::size_t>(0, 2 * capacity)}}))},
-      {1, op(K::reclaim_stale, none(), none(), rc::gen::inRange<std::size_t>(0, 100))},
-      {1, op(K::reclaim_future, none(), none(), rc::gen::inRange<std::size_t>(0, 100))},
+  return rc::gen::exec([capacity] {
+    switch (choice({8, 2, 2, 3, 4, 2, 2, 1, 1})) {
+      case 0: {
+        const std::size_t n = size(capacity);
+        return Op(K::allocate, n, alignment(), 0);
+      }
+      case 1: return Op(K::allocate_default, size(capacity), 64, 0);
+      case 2: {
+        const std::size_t align = alignment();
+        return Op(K::allocate_most, 0, align, in_range<std::size_t>(0, 2));
+      }
+      case 3: return Op(K::checkpoint, 0, 0, 0);
+      case 4: return Op(K::reclaim_taken, 0, 0, in_range<std::size_t>(0, 8));
+      case 5: return Op(K::reclaim_all, 0, 0, 0);
+      case 6:  // mostly inside the tail's granules
+        return Op(K::reclaim_between, 0, 0,
+                  choice({2, 1}) == 0 ? in_range<std::size_t>(0, 16) : in_range<std::size_t>(0, 2 * capacity));
+      case 7: return Op(K::reclaim_stale, 0, 0, in_range<std::size_t>(0, 100));
+      default: return Op(K::reclaim_future, 0, 0, in_range<std::size_t>(0, 100));
+    }
   });
 }
 
 // Capacities: mostly one page, where laps come quickly; two and three pages; sizes that are not
 // a multiple of 4096 and sizes that are, which rounding must leave as they are; 0 and sizes that
 // cannot be mapped.
-rc::Gen<std::size_t> capacities() {
-  return rc::gen::weightedOneOf<std::size_t>({
-      {1, rc::gen::just<std::size_t>(0)},
-      {6, rc::gen::element<std::size_t>(4096, 8192, 3 * 4096)},
-      {1, rc::gen::element<std::size_t>(SIZE_MAX, SIZE_MAX - 4094, std::size_t{1} << 60)},
-      {30, rc::gen::inRange<std::size_t>(1, 4097)},
-      {8, rc::gen::inRange<std::size_t>(4097, 8193)},
-      {3, rc::gen::inRange<std::size_t>(8193, 3 * 4096 + 1)},
-  });
+std::size_t capacity() {
+  switch (choice({1, 6, 1, 30, 8, 3})) {
+    case 0: return 0;
+    case 1: return one_of<std::size_t>({4096, 8192, 3 * 4096});
+    case 2: return one_of<std::size_t>({SIZE_MAX, SIZE_MAX - 4094, std::size_t{1} << 60});
+    case 3: return in_range<std::size_t>(1, 4097);
+    case 4: return in_range<std::size_t>(4097, 8193);
+    default: return in_range<std::size_t>(8193, 3 * 4096 + 1);
+  }
 }
 
 ALLOCLAB_MODEL_TEST(RingModel, EveryCallAgreesWithTheModel, 6, (alloclab::test::model::Budget{200, 40}), [] {
-  const auto asked = *capacities();
+  const auto asked = capacity();
   const std::size_t rounded = ring_model::rounded_capacity(asked).value_or(4096);
   const auto sequence = *rc::gen::container<std::vector<Op>>(ops(rounded));
   ring_model::run(asked, sequence);

@@ -10,41 +10,51 @@
 
 #include "model_calls.hpp"
 #include "model_check.hpp"
+#include "model_draws.hpp"
 
 namespace stage5_model {
 
+using alloclab::test::model::choice;
+using alloclab::test::model::in_range;
 using kv_model::kUnknown;
 using kv_model::Op;
+using K = Op::Kind;
 
-rc::Gen<int> picks() {
-  return rc::gen::weightedOneOf<int>({{12, rc::gen::inRange(0, kUnknown)}, {1, rc::gen::just(kUnknown)}});
-}
+int pick() { return choice({12, 1}) == 0 ? in_range(0, kUnknown) : kUnknown; }
 
-rc::Gen<int> failures() {
-  return rc::gen::weightedOneOf<int>({{12, rc::gen::just(0)}, {1, rc::gen::inRange(1, 9)}});
-}
+int failure() { return choice({12, 1}) == 0 ? 0 : in_range(1, 9); }
 
 rc::Gen<Op> ops() {
-  using K = Op::Kind;
-  auto none = rc::gen::just(0);
-  auto op = [&](K kind, rc::Gen<int> pick, rc::Gen<int> other, rc::Gen<int> fail) {
-    return rc::gen::construct<Op>(rc::gen::just(kind), pick, other, none, none, none, none, fail);
-  };
-  return rc::gen::weightedOneOf<Op>({
-      {5, rc::gen::construct<Op>(rc::gen::just(K::admit), picks(), none, rc::gen::inRange(0, 5),
-                                 rc::gen::inRange(0, 13), rc::gen::inRange(0, 4), rc::gen::inRange(0, 8), failures())},
-      {8, op(K::append, picks(), rc::gen::inRange(0, 2), failures())},
-      {3, op(K::fork, picks(), picks(), failures())},
-      {5, op(K::release, picks(), none, failures())},
-      {1, op(K::slot, picks(), rc::gen::inRange(-1, 14), none)},
+  return rc::gen::exec([] {
+    const std::size_t kind = choice({5, 8, 3, 5, 1});
+    const int which = pick();
+    switch (kind) {
+      case 0: {
+        const int base = in_range(0, 5);
+        const int keep = in_range(0, 13);
+        const int tail_length = in_range(0, 4);
+        const int tail_bits = in_range(0, 8);
+        return Op(K::admit, which, 0, base, keep, tail_length, tail_bits, failure());
+      }
+      case 1: {
+        const int other = in_range(0, 2);
+        return Op(K::append, which, other, 0, 0, 0, 0, failure());
+      }
+      case 2: {
+        const int other = pick();
+        return Op(K::fork, which, other, 0, 0, 0, 0, failure());
+      }
+      case 3: return Op(K::release, which, 0, 0, 0, 0, 0, failure());
+      default: return Op(K::slot, which, in_range(-1, 14), 0, 0, 0, 0, 0);
+    }
   });
 }
 
 ALLOCLAB_MODEL_TEST(KVCacheModel, EveryCallAgreesWithTheModel, 7, (alloclab::test::model::Budget{150, 100}), [] {
-  const int blocks = *rc::gen::weightedOneOf<int>(
-      {{1, rc::gen::just(-1)}, {4, rc::gen::inRange(0, 3)}, {24, rc::gen::inRange(3, 9)}});
-  const int block_tokens = *rc::gen::weightedOneOf<int>(
-      {{1, rc::gen::just(0)}, {12, rc::gen::just(1)}, {12, rc::gen::just(2)}, {6, rc::gen::inRange(3, 5)}});
+  const std::size_t blocks_of = choice({1, 4, 24});
+  const int blocks = blocks_of == 0 ? -1 : blocks_of == 1 ? in_range(0, 3) : in_range(3, 9);
+  const std::size_t tokens_of = choice({1, 12, 12, 6});
+  const int block_tokens = tokens_of < 3 ? static_cast<int>(tokens_of) : in_range(3, 5);
   const bool caching = *rc::gen::arbitrary<bool>();
   const auto sequence = *rc::gen::container<std::vector<Op>>(ops());
   kv_model::run(blocks, block_tokens, caching, sequence);
