@@ -4,8 +4,9 @@
 // RapidCheck shrinks it to the shortest sequence that still fails before the learner sees it.
 //
 // A model test is written in three parts, each exercise's `stageN_model.cpp` shows them:
-//   - an `Op`: one call of the contract with its arguments, as plain numbers, and a RapidCheck
-//     generator of them (`rc::gen::...`) that includes the misuse the contract defines;
+//   - an `Op`: one call of the contract with its arguments, as plain numbers, and a generator of
+//     them (`rc::gen::exec` drawing with model_draws.hpp) that includes the misuse the contract
+//     defines;
 //   - a function that runs one sequence of ops on a fresh object and on the model, writing each
 //     call into a `Transcript` as the C++ a learner would type, and comparing every observer with
 //     `Transcript::same` after each call;
