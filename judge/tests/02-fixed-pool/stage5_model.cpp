@@ -78,20 +78,33 @@ std::size_t chunk_limit() {
   }
 }
 
+// owns: how many strides from the block the place asked about lies, and how many bytes into its
+// stride (model_calls.hpp); what is asked about: mostly such a place, else past the chunk's
+// highest block or before its lowest, or nullptr, another pool's block, a local variable.
+int steps() {
+  switch (choice({4, 3, 1})) {
+    case 0: return 0;
+    case 1: return uniform_in(-3, 4);
+    default: return uniform_in(-8, 9);
+  }
+}
+int into() { return choice({4, 1}) == 0 ? 0 : uniform_in(1, 5); }
+int owns_target() {
+  switch (choice({5, 3, 1})) {
+    case 0: return 0;
+    case 1: return uniform_in(4, 6);
+    default: return uniform_in(1, 4);
+  }
+}
+
 rc::Gen<Op> pool_ops() {
   return rc::gen::exec([] {
     const K kind = std::array{K::allocate, K::deallocate, K::deallocate_null, K::owns}[choice({8, 5, 1, 4})];
     const long fail = kind == K::allocate ? failure() : 0;
     const auto pick = uniform_in<std::size_t>(0, 64);
-    const int choice_of_steps = static_cast<int>(choice({4, 3, 1}));
-    const int steps = choice_of_steps == 0 ? 0 : choice_of_steps == 1 ? uniform_in(-3, 4) : uniform_in(-8, 9);
-    const int into = choice({4, 1}) == 0 ? 0 : uniform_in(1, 5);
-    int target = 0;
-    if (kind == K::owns) {
-      const std::size_t asked = choice({5, 3, 1});
-      target = asked == 0 ? 0 : asked == 1 ? uniform_in(4, 6) : uniform_in(1, 4);
-    }
-    return Op(kind, fail, pick, steps, into, target);
+    const int strides = steps();
+    const int bytes = into();
+    return Op(kind, fail, pick, strides, bytes, kind == K::owns ? owns_target() : 0);
   });
 }
 
@@ -100,6 +113,8 @@ rc::Gen<Op> object_ops() {
     const K kind = std::array{K::create, K::destroy, K::destroy_null}[choice({8, 5, 1})];
     const long fail = kind == K::create ? failure() : 0;
     const auto pick = uniform_in<std::size_t>(0, 64);
+    // create: the Tag passed as a temporary, an lvalue or a const lvalue; now and then a Refuse{},
+    // whose constructor throws.
     const int target = kind != K::create ? 0 : choice({5, 1}) == 0 ? uniform_in(0, 3) : 3;
     return Op(kind, fail, pick, 0, 0, target);
   });

@@ -53,6 +53,8 @@ std::size_t size() {
 int stream() { return in_range(0, caching_model::kStreams); }
 // Which pointer, counted from the newest.
 std::size_t pick() { return in_range<std::size_t>(0, 8); }
+// record_stream's stream, counted from the block's own: mostly another one.
+int other_stream() { return choice({4, 1}) == 0 ? in_range(1, caching_model::kStreams) : 0; }
 // A target among null, interior, freed, pending and foreign: misuse.
 int wrong_target() { return in_range<int>(null, foreign + 1); }
 long fail() { return choice({10, 3}) == 0 ? 0 : in_range(1L, 7L); }
@@ -62,13 +64,12 @@ long fail() { return choice({10, 3}) == 0 ? 0 : in_range(1L, 7L); }
 rc::Gen<Op> ops(bool narrow) {
   return rc::gen::exec([narrow] {
     switch (choice({10, 4, 3, 2, 5, 1, 3, 1, 1, 1})) {
-      case 0:
+      case 0: {
         if (narrow) return Op(K::allocate, one_of<std::size_t>({512, 1 * KiB}), 0, 0, 0, 0);
-        {
-          const std::size_t n = size();
-          const int on = stream();
-          return Op(K::allocate, n, on, 0, 0, fail());
-        }
+        const std::size_t n = size();
+        const int on = stream();
+        return Op(K::allocate, n, on, 0, 0, fail());
+      }
       case 1: {
         const std::size_t which = pick();
         return Op(K::deallocate, 0, 0, which, live, fail());
@@ -83,14 +84,13 @@ rc::Gen<Op> ops(bool narrow) {
         return Op(K::deallocate, 0, 0, which, target, fail());
       }
       case 4: {
-        // record_stream mostly names the newest block, on another stream than its own, so that
-        // several streams meet on one block.
-        const int other = choice({4, 1}) == 0 ? in_range(1, caching_model::kStreams) : 0;
+        // record_stream mostly names the newest block, so that several streams meet on one block.
+        const int other = other_stream();
         const std::size_t which = choice({3, 1}) == 0 ? 0 : pick();
         return Op(K::record_stream, 0, other, which, live, fail());
       }
       case 5: {
-        const int other = choice({4, 1}) == 0 ? in_range(1, caching_model::kStreams) : 0;
+        const int other = other_stream();
         const std::size_t which = pick();
         return Op(K::record_stream, 0, other, which, wrong_target(), 0);
       }
