@@ -286,8 +286,10 @@ def build(tree: Path, target: str, timeout: float, beside: list[str] | tuple[str
     # error reports it without first compiling what no edit changes. With `beside`, every step is
     # tried, since its failure must not stop the target's.
     keep_going = "0" if beside else "1"
-    result = process.run(["cmake", "--build", str(tree), "--target", target, *beside,
-                          "--", "-k", keep_going], env=env, timeout=timeout, keep_bytes=400_000)
+    # Ninja itself, in the tree, rather than through `cmake --build`: one program less to start on
+    # every try (0.03 to 0.05 s here). Ninja runs CMake again when the tree's lists changed.
+    result = process.run(["ninja", "-k", keep_going, target, *beside], cwd=tree, env=env, timeout=timeout,
+                         keep_bytes=400_000)
     log = result.stdout.text() + result.stderr.text()
     diagnostics = parse_diagnostics(log)
     ok = result.returncode == 0 and not result.timed_out
