@@ -26,6 +26,7 @@ using aligned_model::kComparedPairs;
 using alloclab::test::model::choice;
 using alloclab::test::model::in_range;
 using alloclab::test::model::one_of;
+using alloclab::test::model::uniform_in;
 
 rc::Gen<AllocOp> alloc_ops() {
   using K = AllocOp::Kind;
@@ -34,7 +35,9 @@ rc::Gen<AllocOp> alloc_ops() {
       case 0: {
         const auto which = in_range<std::size_t>(0, kAllocators);
         const std::size_t n = choice({6, 2}) == 0 ? in_range<std::size_t>(0, 20) : in_range<std::size_t>(20, 2000);
-        const int huge = choice({5, 1}) == 0 ? 0 : in_range(1, 8);
+        // Now and then a count within 3 of the largest whose bytes fit, or 1 to 3 past it: drawn
+        // from the whole range at any size, since these are boundaries, not sizes that grow.
+        const int huge = choice({5, 1}) == 0 ? 0 : uniform_in(1, 8);
         const bool fails = choice({9, 1}) == 1;
         return AllocOp(K::allocate, which, n, huge, fails);
       }
