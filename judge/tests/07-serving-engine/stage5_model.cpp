@@ -16,13 +16,14 @@ namespace stage5_model {
 
 using alloclab::test::model::choice;
 using alloclab::test::model::in_range;
+using alloclab::test::model::uniform_in;
 using kv_model::kUnknown;
 using kv_model::Op;
 using K = Op::Kind;
 
 int pick() { return choice({12, 1}) == 0 ? in_range(0, kUnknown) : kUnknown; }
 
-int failure() { return choice({12, 1}) == 0 ? 0 : in_range(1, 9); }
+int failure() { return choice({12, 1}) == 0 ? 0 : uniform_in(1, 9); }
 
 rc::Gen<Op> ops() {
   return rc::gen::exec([] {
