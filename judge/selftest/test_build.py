@@ -172,6 +172,7 @@ class GroundworkTest(unittest.TestCase):
                           "stage 4 of exercise 04 reaches the header through caching_test_support.hpp, which "
                           "includes caching_under_test.hpp: its seam is compiled")
 
+
 class LaterProgramsTest(unittest.TestCase):
     """Exercise 07's engine is a program of its own, built only once stages 1 to 3 pass; once it is in
     the tree, an edit leaves only its link, which the main program's build does on the other core."""

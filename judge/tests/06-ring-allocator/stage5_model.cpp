@@ -6,9 +6,9 @@
 // of the buffer must agree; at the end the destructor must give the buffer back with munmap,
 // unpoisoned. This file only generates the sequences: it includes no header under test, so an
 // edit of ring_allocator.hpp never recompiles it.
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "model.hpp"
@@ -50,24 +50,25 @@ std::size_t alignment() {
 
 rc::Gen<Op> ops(std::size_t capacity) {
   return rc::gen::exec([capacity] {
-    switch (choice({8, 2, 2, 3, 4, 2, 2, 1, 1})) {
-      case 0: {
+    constexpr std::array kinds{K::allocate, K::allocate_default, K::allocate_most, K::checkpoint, K::reclaim_taken,
+                               K::reclaim_all, K::reclaim_between, K::reclaim_stale, K::reclaim_future};
+    const K kind = kinds[choice({8, 2, 2, 3, 4, 2, 2, 1, 1})];
+    switch (kind) {
+      case K::allocate: {
         const std::size_t n = size(capacity);
-        return Op(K::allocate, n, alignment(), 0);
+        return Op(kind, n, alignment(), 0);
       }
-      case 1: return Op(K::allocate_default, size(capacity), 64, 0);
-      case 2: {
+      case K::allocate_default: return Op(kind, size(capacity), 64, 0);
+      case K::allocate_most: {
         const std::size_t align = alignment();
-        return Op(K::allocate_most, 0, align, in_range<std::size_t>(0, 2));
+        return Op(kind, 0, align, in_range<std::size_t>(0, 2));
       }
-      case 3: return Op(K::checkpoint, 0, 0, 0);
-      case 4: return Op(K::reclaim_taken, 0, 0, in_range<std::size_t>(0, 8));
-      case 5: return Op(K::reclaim_all, 0, 0, 0);
-      case 6:  // mostly inside the tail's granules
-        return Op(K::reclaim_between, 0, 0,
-                  choice({2, 1}) == 0 ? in_range<std::size_t>(0, 16) : in_range<std::size_t>(0, 2 * capacity));
-      case 7: return Op(K::reclaim_stale, 0, 0, in_range<std::size_t>(0, 100));
-      default: return Op(K::reclaim_future, 0, 0, in_range<std::size_t>(0, 100));
+      case K::reclaim_taken: return Op(kind, 0, 0, in_range<std::size_t>(0, 8));
+      case K::reclaim_between:  // mostly inside the tail's granules
+        return Op(kind, 0, 0, choice({2, 1}) == 0 ? in_range<std::size_t>(0, 16) : in_range<std::size_t>(0, 2 * capacity));
+      case K::reclaim_stale:
+      case K::reclaim_future: return Op(kind, 0, 0, in_range<std::size_t>(0, 100));
+      default: return Op(kind, 0, 0, 0);  // checkpoint, reclaim_all
     }
   });
 }

@@ -5,6 +5,7 @@
 // the pool's idle blocks and the copies ordered must agree. This file only generates the
 // sequences: it includes no header under test, so an edit of kv_cache_manager.hpp never
 // recompiles it.
+#include <array>
 #include <cstddef>
 #include <vector>
 
@@ -27,26 +28,26 @@ int failure() { return choice({12, 1}) == 0 ? 0 : uniform_in(1, 9); }
 
 rc::Gen<Op> ops() {
   return rc::gen::exec([] {
-    const std::size_t kind = choice({5, 8, 3, 5, 1});
+    const K kind = std::array{K::admit, K::append, K::fork, K::release, K::slot}[choice({5, 8, 3, 5, 1})];
     const int which = pick();
     switch (kind) {
-      case 0: {
+      case K::admit: {
         const int base = in_range(0, 5);
         const int keep = in_range(0, 13);
         const int tail_length = in_range(0, 4);
         const int tail_bits = in_range(0, 8);
-        return Op(K::admit, which, 0, base, keep, tail_length, tail_bits, failure());
+        return Op(kind, which, 0, base, keep, tail_length, tail_bits, failure());
       }
-      case 1: {
+      case K::append: {
         const int other = in_range(0, 2);
-        return Op(K::append, which, other, 0, 0, 0, 0, failure());
+        return Op(kind, which, other, 0, 0, 0, 0, failure());
       }
-      case 2: {
+      case K::fork: {
         const int other = pick();
-        return Op(K::fork, which, other, 0, 0, 0, 0, failure());
+        return Op(kind, which, other, 0, 0, 0, 0, failure());
       }
-      case 3: return Op(K::release, which, 0, 0, 0, 0, 0, failure());
-      default: return Op(K::slot, which, in_range(-1, 14), 0, 0, 0, 0, 0);
+      case K::release: return Op(kind, which, 0, 0, 0, 0, 0, failure());
+      default: return Op(kind, which, in_range(-1, 14), 0, 0, 0, 0, 0);  // slot
     }
   });
 }
