@@ -17,7 +17,11 @@ is two cores at work, a wall time far above it is a machine busy with something 
 
 --against DIR measures another copy of the kit (a clone of an older commit) in the same run, cycle
 by cycle in turn with this one, so that a busy spell of the machine slows both alike: the way to
-compare before and after a change."""
+compare before and after a change.
+
+Last, it prints the floor of a passing re-judge: what no design of the kit takes away (the judge's
+start, the compiler's, a link of the sanitizer runtimes, the longest stage's run), each measured on
+its own, so that a target can be weighed against what the machine and the toolchain allow."""
 from __future__ import annotations
 
 import argparse
@@ -35,7 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "judge"))
 
-from lab.core import build  # noqa: E402
+from lab.core import build, listing  # noqa: E402
+from lab.core.judging import test_environment  # noqa: E402
 from lab.model import catalog as cat  # noqa: E402
 
 # What each kind of try appends to its copy of a header, and the verdict it must get.
@@ -106,6 +111,51 @@ def once(kit: Kit, exercise: cat.Exercise, kind: str, compiler: str, i: int) -> 
     }
 
 
+def median_seconds(argv: list[str], times: int = 5, **popen) -> float:
+    """The median wall time of `times` runs of argv, one after another, each of which must succeed."""
+    walls = []
+    for _ in range(times):
+        start = time.monotonic()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, **popen)
+        walls.append(time.monotonic() - start)
+    return statistics.median(walls)
+
+
+def floor(kit: Kit, exercise: cat.Exercise, compiler: str, limits: cat.Limits) -> dict[str, float]:
+    """What a passing re-judge in the first configuration pays whatever the kit does: the judge's
+    Python starting, one compiler started (the learner's header must be compiled), a program linked
+    as the tree links its test binary (an empty one: the sanitizer runtimes alone), and the longest
+    stage's run on its own (every stage must run; the others can share the second core). Compiling
+    the header itself comes on top."""
+    once(kit, exercise, PASSING, compiler, 0)   # the stages run against the reference
+    tree = kit.trees[0]
+    sanitizer = exercise.sanitizers[0]
+    stages = [s for s in exercise.stages if sanitizer in s.sanitizers]
+    link = subprocess.run(["ninja", "-t", "commands", f"test_{build.program_name(exercise.name, stages[0].program)}"],
+                          cwd=tree, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    flags = [w for w in link.split() if w.startswith(("-fsanitize", "-fno-sanitize", "-fuse-ld="))]
+    cxx = build.program(compiler)
+    with tempfile.TemporaryDirectory(prefix="alloclab-floor-") as tmp:
+        (Path(tmp) / "empty.cpp").write_text("int main() {}\n", encoding="utf-8")
+        subprocess.run([cxx, *[f for f in flags if "sanitize" in f], "-c", "empty.cpp"], cwd=tmp, check=True)
+        figures = {
+            "the judge starting (judge.py --help)": median_seconds(
+                [sys.executable, str(kit.root / "judge" / "judge.py"), "--help"]),
+            f"{cxx} starting (--version)": median_seconds([cxx, "--version"]),
+            "an empty program linked as the test binary is": median_seconds([cxx, *flags, "empty.o", "-o", "empty"],
+                                                                            cwd=tmp),
+        }
+        env = test_environment(limits)
+        runs = {}
+        for stage in stages:
+            binary = tree / f"test_{build.program_name(exercise.name, stage.program)}"
+            runs[stage.suite] = median_seconds([str(binary), f"--gtest_filter={listing.stage_filter(stage.suite)}"],
+                                               times=3, cwd=tmp, env=env)
+    longest = max(runs, key=runs.get)
+    figures[f"the longest stage alone ({longest}; all {len(runs)}: {sum(runs.values()):.2f} s)"] = runs[longest]
+    return figures
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=5, help="edit-judge cycles of each kind (default 5)")
@@ -138,6 +188,7 @@ def main(argv: list[str]) -> int:
             print(f"  cycle {i}: " + "; ".join(
                 ", ".join(f"{kind} {rows[kit.root][kind][-1]['wall']:.2f} s" for kind in KINDS) for kit in kits),
                 flush=True)
+        floors = {kit.root: floor(kit, exercise, compiler, catalog.limits) for kit in kits}
     for kit in kits:
         print(f"\n{kit.root}: exercise {exercise.id:02d} ({build.program(compiler)}), median of {args.n} one-line edits:")
         for kind, runs in rows[kit.root].items():
@@ -153,6 +204,12 @@ def main(argv: list[str]) -> int:
         print(f"  | {exercise.id:02d} | {first['wall']:.1f} s{'' if kit.fresh else ' (trees there)'} | "
               + " | ".join(f"{wall:.2f} s ({cpu:.1f} s CPU)" for wall, cpu in medians.values()) + f" |  {kit.root}")
     print(f"  columns: first judge | {' | '.join(KINDS)}; load average now {os.getloadavg()[0]:.2f}")
+    for kit in kits:
+        figures = floors[kit.root]
+        print(f"\n{kit.root}: the floor of a passing re-judge of {exercise.id:02d} (medians, one after another):")
+        for what, seconds in figures.items():
+            print(f"    {what:<72}{seconds:6.2f} s")
+        print(f"    {'their sum, before the header itself is compiled':<72}{sum(figures.values()):6.2f} s")
     return 0
 
 
