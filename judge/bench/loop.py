@@ -20,8 +20,8 @@ by cycle in turn with this one, so that a busy spell of the machine slows both a
 compare before and after a change.
 
 Last, it prints the floor of a passing re-judge: what no design of the kit takes away (the judge's
-start, the compiler's, a link of the sanitizer runtimes, the longest stage's run), each measured on
-its own, so that a target can be weighed against what the machine and the toolchain allow."""
+start, the compiler's, a link of the sanitizer runtimes, the stages' runs), each measured on its
+own, so that a target can be weighed against what the machine and the toolchain allow."""
 from __future__ import annotations
 
 import argparse
@@ -132,7 +132,7 @@ def floor(kit: Kit, exercise: cat.Exercise, compiler: str, limits: cat.Limits) -
     tree = kit.trees[0]
     sanitizer = exercise.sanitizers[0]
     stages = [s for s in exercise.stages if sanitizer in s.sanitizers]
-    link = subprocess.run(["ninja", "-t", "commands", f"test_{build.program_name(exercise.name, stages[0].program)}"],
+    link = subprocess.run(["ninja", "-t", "commands", f"test_{exercise.name}"],
                           cwd=tree, capture_output=True, text=True).stdout.strip().splitlines()[-1]
     flags = [w for w in link.split() if w.startswith(("-fsanitize", "-fno-sanitize", "-fuse-ld="))]
     cxx = build.program(compiler)
