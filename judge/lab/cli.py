@@ -189,7 +189,7 @@ COMMANDS = (
             "prairielearn (an external grader's folder)", "instructor.autograder:autograder_command", _autograder),
     Command("check", "maintainer", "prove the kit: references pass, skeletons fail, mistakes are caught",
             "maintainer.check:check_command", _check),
-    Command("doctor", "maintainer", "check the toolchain and print the apt command for what is missing",
+    Command("doctor", "maintainer", "check the toolchain and name the one command that installs what is missing",
             "maintainer.doctor:doctor_command"),
     Command("docs", "maintainer", "build the learner's HTML site into build/docs/html", "maintainer.docs:docs_command", _docs),
     Command("mutate", "maintainer", "judge single-point mutants of a reference: which ones does the suite let through?",

@@ -19,6 +19,7 @@ from . import process
 from ..model.catalog import COMPILERS, ROOT, Exercise, program
 from ..model.errors import UsageError
 from ..model.results import Diagnostic
+from ..model.words import language, say
 
 COMPILER_HELP = "clang (clang++, the default), gcc (g++), any C++ compiler on PATH such as clang++-19, or all (both)"
 BUILD_ROOT = ROOT / "build"
@@ -90,8 +91,22 @@ def compilers_for(choice: str) -> tuple[str, ...]:
     missing = [program(c) for c in chosen if not shutil.which(program(c))]
     missing += [tool for tool in ("cmake", "ninja") if not shutil.which(tool)]
     if missing:
-        raise MissingTool(f"{', '.join(missing)} not found. `python3 judge/judge.py doctor` says what to install.")
+        raise MissingTool(missing_tool_message(missing))
     return chosen
+
+
+def install_command() -> str | None:
+    """The one command that installs the whole toolchain here, or None where it cannot
+    (no apt-get: the development container is the way)."""
+    if not shutil.which("apt-get"):
+        return None
+    return "bash .ci/install" if os.geteuid() == 0 else "sudo bash .ci/install"
+
+
+def missing_tool_message(missing: list[str]) -> str:
+    tools = ("、" if language() == "zh" else ", ").join(missing)
+    install = install_command()
+    return say("missing_tool", tools=tools, install=install) if install else say("missing_tool_elsewhere", tools=tools)
 
 
 def newer_clangs() -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import browser, docs
 from ..core import process
+from ..core.build import install_command
 from .. import ui
 from ..model.catalog import ROOT
 from ..model.errors import UsageError
@@ -94,12 +95,13 @@ def doctor_command(args, catalog) -> bool:
     listed = [name for name in not_installed(packages()) if name not in missing]
     if listed:
         print(f"{ui.mark(False)} not installed: {' '.join(listed)}" + ui.paint("   (listed in .ci/packages.txt)", "dim"))
+    install = install_command() or "the development container (README.md, Quick start)"
     if missing:
-        print("\nInstall what is missing with:\n  sudo apt-get update && sudo apt-get install -y " +
-              " ".join(dict.fromkeys(missing + listed)) + "\n(or run .ci/install, which installs all of .ci/packages.txt)")
-        raise UsageError("the toolchain is incomplete: install what is listed above")
+        print(f"\nInstall what is missing, and the rest of .ci/packages.txt, with one command:\n  {install}\n"
+              "(it runs: apt-get install " + " ".join(dict.fromkeys(missing + listed)) + ")")
+        raise UsageError(f"the toolchain is incomplete: {install} installs it")
     if listed:
-        print(f"\nThe judge works; for the rest of the kit (docs, newer compilers) install them with .ci/install.")
+        print(f"\nThe judge works; for the rest of the kit (docs, newer compilers) install them with {install}.")
         return True
     print("\nEverything the kit needs is here.")
     return True

@@ -71,6 +71,14 @@ WORDS: dict[str, tuple[str, str]] = {
                   "{prog}：用法有误：{message}（`{judge} --help` 列出全部命令和选项）"),
     "no_exercise": ("no exercise is called '{name}'. The exercises are: {known}.",
                     "没有名为 '{name}' 的练习。现有的练习：{known}。"),
+    "missing_tool": ("{tools} not found. Install the toolchain with one command, `{install}`, then run this "
+                     "command again.",
+                     "找不到 {tools}。请先用一条命令 `{install}` 安装工具链，再重新运行这条命令。"),
+    "missing_tool_elsewhere": ("{tools} not found, and this system has no apt-get to install them: open the folder "
+                               "in the kit's development container, a Debian 12 image with the toolchain installed "
+                               "(README.md, \"Quick start\").",
+                               "找不到 {tools}，而这个系统没有 apt-get 可以安装它们：请在本项目的开发容器中打开这个文件夹，"
+                               "那是一个装好了工具链的 Debian 12 镜像（见 README.zh.md 的“快速开始”）。"),
     "no_source": ("--source {file}: no such file", "--source {file}：没有这个文件"),
     "no_stage": ("exercise {id} has stages 1 to {count}, not {stage}",
                  "练习 {id} 的阶段是 1 到 {count}，没有 {stage}"),
