@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import re
+import shutil
 
 from .. import ui
-from ..model.catalog import Exercise, shown, translated
+from ..core import build
+from ..model.catalog import ROOT, Exercise, shown, translated
 from ..model.results import ConfigResult, StageResult, StageStatus, TestStatus, Verdict
 from ..model.words import WORDS, plural, say
 
@@ -33,6 +35,9 @@ def config_lines(config: ConfigResult, first_failing: int | None, verbose: bool,
     if not b.ok:
         lines = [ui.paint(say("does_not_compile", label=config.label), "red")]
         if b.error:
+            missing = build.missing_name(b.error) if _in_the_tests(b.error.file) else None
+            if missing:  # the tests name what the contract promises, so the learner's header lacks it
+                lines.append("  " + say("missing_member", name=missing[0], owner=missing[1]))
             lines.append(f"  {b.error.file and b.error.where()}: {b.error.severity}: {b.error.message}")
             lines.extend("  " + c for c in b.error.context)
             lines.append("  " + say("fix_first"))
@@ -50,6 +55,10 @@ def config_lines(config: ConfigResult, first_failing: int | None, verbose: bool,
         detailed = verbose or first_failing is None or stage.number <= first_failing
         lines.extend(stage_lines(stage, detailed, verbose, exercise))
     return lines
+
+
+def _in_the_tests(file: str) -> bool:
+    return (ROOT / "judge" / "tests") in (ROOT / file).resolve().parents
 
 
 def _words(stage: StageResult, exercise: Exercise | None) -> tuple[str, str]:
@@ -80,15 +89,21 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exe
         lines.append(ui.paint("    " + say("tests_later"), "dim"))
         return lines
     repeats = {} if verbose else _repeats(stage)
+    # The first failing test in full, one line for each other: the first one to fix is the lesson,
+    # and a screenful of the same assertion under other names would hide it. -v shows them all.
+    first = None if verbose else next((t.name for t in stage.tests if not t.ok), None)
     for test in stage.tests:
         if test.name in repeats and not repeats[test.name]:
             continue  # said once, with a count, at the first test that said it
         word = _STATUS_WORD.get(test.status)
         name = test.name + (f" — {say(word)}" if word else "")
-        lines.append(f"    {ui.mark(test.ok)} {name}")
-        if not test.ok:
+        if not test.ok and first is not None and test.name != first:
+            lines.append(f"    {ui.mark(test.ok)} {ui.cut(name + _gist(test), _width() - 6)}")
+        else:
+            lines.append(f"    {ui.mark(test.ok)} {name}")
+        if not test.ok and (first is None or test.name == first):
             for message in test.messages:
-                lines.append(ui.indent(message, "        ", max_lines=200 if verbose else 24))
+                lines.append(ui.indent(message, "        ", max_lines=200))
             if verbose and test.finding:
                 lines.append(ui.indent(test.finding.raw, "        | ", max_lines=80))
         if others := repeats.get(test.name):
@@ -100,7 +115,27 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exe
     if verbose:
         for finding in stage.findings:
             lines.append(ui.indent(finding.raw, "        | ", max_lines=80))
+    elif any(not t.ok and t.name != first for t in stage.tests):
+        lines.append(ui.paint("    " + say("others_in_one_line"), "dim"))
     return lines
+
+
+# A line of GoogleTest's own (the assertion, its values), not one the test's author wrote.
+_FRAMEWORK_LINE = ("Expected", "Actual:", "Value of:", "Which is:", "Failed", "Death test", "Unknown C++ exception")
+_AT_LINE = re.compile(r"\S+:\d+(?::\d+)?(?:: Failure)?")
+
+
+def _gist(test) -> str:
+    """A failing test's message in a line: the sentence its author wrote, else the framework's."""
+    lines = [line for message in test.messages[:1] for line in message.splitlines()
+             if line.strip() and not _AT_LINE.fullmatch(line.strip())]
+    said = next((line for line in lines if not line[0].isspace() and not line.startswith(_FRAMEWORK_LINE)),
+                " ".join(line.strip() for line in lines))
+    return f": {said}" if said else ""
+
+
+def _width() -> int:
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 _LOCATION_RE = re.compile(r"(\S+\.\w+):\d+(?::\d+)?")

@@ -88,6 +88,13 @@ WORDS: dict[str, tuple[str, str]] = {
                  "them counts: a test that passed may only have had its failure hidden",
                  "被测的头文件改动了测试框架的宏，这些测试都不算数：通过的测试可能只是失败被藏了起来"),
     "does_not_compile": ("{label}: does not compile", "{label}：编译不通过"),
+    "missing_member": ("Your header has no `{name}` in `{owner}`: the contract promises it, and the error below "
+                       "is where the tests call it. Declare it as the skeleton does, under the same name (was it "
+                       "renamed or removed?).",
+                       "你的头文件里 `{owner}` 没有 `{name}`：契约承诺了它，下面的错误就出在测试调用它的地方。"
+                       "请照骨架的声明把它加回来，名字保持不变（是不是改了名或删掉了？）。"),
+    "others_in_one_line": ("the other failing tests in a line each; -v shows all their messages",
+                           "其余失败的测试各占一行；-v 显示它们的全部消息"),
     "fix_first": ("Fix this first: nothing can be tested until the file compiles.",
                   "先修复这里：文件编译通过之前，什么都无法测试。"),
     "built_in": ("built in {seconds:.1f} s", "构建用时 {seconds:.1f} 秒"),
