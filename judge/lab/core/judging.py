@@ -10,6 +10,7 @@ test programs say."""
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -198,10 +199,25 @@ def judge(request: Request, limits: Limits) -> Verdict:
     for stage in (s for c in configs for s in c.stages):
         if tampering and (stage.status == StageStatus.PASSED or any(t.status != TestStatus.NOT_RUN for t in stage.tests)):
             stage.status = StageStatus.TAMPERED   # what its tests reported went through the altered macros
+    _replayed_on(request, configs)
     passed = bool(configs) and all(s.status == StageStatus.PASSED for c in configs for s in c.stages)
     left_out = [s.number for s in exercise.stages if s not in stages]
     return Verdict(exercise.name, exercise.title, request.impl.label, shown(focus), passed, configs,
                    tampering, time.monotonic() - start, left_out)
+
+
+def _replayed_on(request: Request, configs: list[ConfigResult]) -> None:
+    """The model stage's failure says which command runs its sequences again, as `test N --seed
+    S` (judge/tests/support/model_check.hpp): on the learner's header. A run on another file
+    names that file in it, or the command would replay the sequences on the wrong header."""
+    impl, number = request.impl, request.exercise.id
+    given = {"source": f" --source {shlex.quote(shown(impl.path))}" if impl.path else "",
+             "solutions": " --solution"}.get(impl.kind, "")
+    if not given:
+        return
+    said, meant = f"judge.py test {number} --seed ", f"judge.py test {number}{given} --seed "
+    for test in (t for c in configs for s in c.stages for t in s.tests):
+        test.messages = [m.replace(said, meant) for m in test.messages]
 
 
 def test_environment(limits: Limits, seed: int | None = None, shrink: bool = True) -> dict[str, str]:

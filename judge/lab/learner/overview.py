@@ -53,10 +53,11 @@ def render(catalog: Catalog, progress: Progress) -> str:
     for ex in catalog.exercises:
         difficulty = say(f"difficulty_{ex.difficulty}") if f"difficulty_{ex.difficulty}" in WORDS else ex.difficulty
         lines.append(f"{ex.id:02d}  {ui.pad(ex.title, width)} {ui.pad(difficulty, 7)} {status_text(ex, progress)}")
-        lines.append(ui.paint(f"    {ex.summary}", "dim"))
+        # Wrapped here, between words (between characters in Chinese): the terminal would cut words.
+        lines.append(ui.paint(_wrap(ex.summary, "    "), "dim"))
         more = extras(ex, progress)
         if more:
-            lines.append(f"    {more}")
+            lines.append(_wrap(more, "    "))
     lines.append("")
     lines.append(say("progress", bar=ui.bar(passed_count(catalog, progress), len(catalog.exercises))))
     return "\n".join(lines)
@@ -145,8 +146,8 @@ def _choose(exercise: Exercise, progress: Progress, number: int, test: str) -> _
                   new, say("last_stage_hint", number=number), preface=preface)
 
 
-def _wrap(text: str) -> str:
-    return ui.wrap(text, max(shutil.get_terminal_size((100, 24)).columns - 1, 40))
+def _wrap(text: str, indent: str = "") -> str:
+    return ui.wrap(text, max(shutil.get_terminal_size((100, 24)).columns - 1, 40), indent, indent)
 
 
 def _render(exercise: Exercise, lead: str, s: _Shown) -> str:

@@ -15,7 +15,9 @@ _STATUS_WORD = {TestStatus.CRASHED: "crashed", TestStatus.TIMEOUT: "hung", TestS
 TAMPERED = WORDS["tampered"][0]   # as JUnit reports it, in English whatever the learner reads
 
 
-def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command: str = "") -> str:
+def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command: str = "",
+           watching: bool = False) -> str:
+    """The report; `watching`: under `watch`, where a save judges again and `h` gives a hint."""
     exercise = translated(exercise)
     out = [ui.paint(say("exercise_heading", id=exercise.id, title=exercise.title), "bold") + f"  ({verdict.file})"]
     for problem in verdict.tampering:
@@ -25,7 +27,7 @@ def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command:
         out.append("")
         out.extend(config_lines(config, first_failing, verbose, exercise))
     out.append("")
-    out.append(_next_step(verdict, exercise, command))
+    out.append(_next_step(verdict, exercise, command, watching))
     return "\n".join(out)
 
 
@@ -156,7 +158,7 @@ def _repeats(stage: StageResult) -> dict[str, list[str]]:
     return repeats
 
 
-def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:
+def _next_step(verdict: Verdict, exercise: Exercise, command: str, watching: bool = False) -> str:
     again = say("again_command", command=command) if command else say("again_judge")
     judged = sorted({s.number for c in verdict.configs for s in c.stages})
     unjudged = verdict.stages_not_judged
@@ -176,15 +178,16 @@ def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:
     if verdict.tampering:
         return ui.paint(say("leave_macros", mark=ui.FAIL), "red")
     if any(not c.build.ok for c in verdict.configs):
-        return ui.paint(say("not_compiling_yet", mark=ui.FAIL), "red") + say("fix_error", again=again)
+        return ui.paint(say("not_compiling_yet", mark=ui.FAIL), "red") + \
+            say("fix_error_watching" if watching else "fix_error", again=again)
     stage_no = verdict.first_failing_stage()
     stage = next(s for c in verdict.configs for s in c.stages if s.number == stage_no and s.status != StageStatus.PASSED)
     failing = len(stage.tests) - stage.passed_count
     what = say("tests_fail", failing=failing, total=len(stage.tests)) if failing else say("stage_has_problems")
     return (ui.paint(say("not_passed_yet", mark=ui.FAIL, number=stage.number, title=_words(stage, exercise)[0],
                          what=what), "red") +
-            not_judged + say("fix_first_fail", mark=ui.FAIL, again=again) +
-            say("stuck", id=exercise.id, chapter=shown(exercise.reader_chapter)))
+            not_judged + say("fix_first_fail_watching" if watching else "fix_first_fail", mark=ui.FAIL, again=again) +
+            say("stuck_watching" if watching else "stuck", id=exercise.id, chapter=shown(exercise.reader_chapter)))
 
 
 def _stages(numbers: list[int]) -> str:

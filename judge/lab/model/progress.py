@@ -117,6 +117,13 @@ class Progress:
         """Passes now, or passed once (which survives a reset and a later edit)."""
         return self.standing(exercise)[0] == Standing.PASSED or bool(self.entry(exercise).get("passed_once"))
 
+    def passes_as_it_is(self, exercise: Exercise, file: Path | None = None) -> bool:
+        """Whether the last verdict passed, on the file as it is now when that verdict recorded
+        which file it judged."""
+        recorded = self.entry(exercise).get("hash")
+        return (self.standing(exercise)[0] == Standing.PASSED
+                and (not recorded or recorded == digest(file or exercise.exercise_file)))
+
     def is_fresh(self, exercise: Exercise, file: Path | None = None) -> bool:
         """Whether the last verdict judged every stage of the file as it is now."""
         current = digest(file or exercise.exercise_file)
@@ -157,7 +164,9 @@ class Progress:
                only_stage: int | None = None, compiles: bool = True, file_hash: str | None = None,
                failing_test: str | None = None) -> None:
         """Records a verdict on the learner's file. `only_stage`: the run judged that stage alone,
-        so it says nothing about the exercise as a whole and never counts as a pass. `failing_test`:
+        so it says nothing about the exercise as a whole and never counts as a pass; nor does it take
+        away the pass of the same file, when it passes too (a stage that fails on it, at another
+        seed, is a mistake found, and is recorded). `failing_test`:
         the first test that fails (`Suite.Test`), whose own hints `hint` gives first."""
         if not compiles:
             standing, stage = Standing.NOT_COMPILING, None
@@ -168,6 +177,9 @@ class Progress:
         when = _now()
 
         def change(entry: dict) -> None:
+            if (standing == Standing.STAGE_PASSED and entry.get("status") == str(Standing.PASSED)
+                    and file_hash and entry.get("hash") == file_hash):
+                return  # a stage passing again on the very file that passed every stage keeps that pass
             for key in _VERDICT_KEYS:
                 entry.pop(key, None)
             entry.update(status=str(standing), stage=stage, when=when)

@@ -132,6 +132,8 @@ WORDS: dict[str, tuple[str, str]] = {
                      "{mark} 未通过：不要改动测试框架的宏。"),
     "not_compiling_yet": ("{mark} Not passed: the file does not compile yet.", "{mark} 未通过：文件还编译不过。"),
     "fix_error": (" Fix the error above, then run {again} again.", "修复上面的错误，然后再运行{again}。"),
+    "fix_error_watching": (" Fix the error above and save: watch judges it again.",
+                           "修复上面的错误并保存，watch 会重新评判。"),
     "tests_fail": ("{failing} of {total} tests fail", "{total} 个测试中 {failing} 个失败"),
     "stage_has_problems": ("the stage has problems listed above", "这个阶段有上面列出的问题"),
     "not_passed_yet": ("{mark} Not passed yet: stage {number} ({title}): {what}",
@@ -140,6 +142,10 @@ WORDS: dict[str, tuple[str, str]] = {
                        "。修复上面第一个 {mark}，然后再运行{again}。\n"),
     "stuck": ("  Stuck? `{judge} hint {id}` gives the next hint; the chapter is {chapter}.",
               "  卡住了？`{judge} hint {id}` 给出下一条提示；本章在 {chapter}。"),
+    "fix_first_fail_watching": (". Fix the first {mark} above and save: watch judges it again.\n",
+                                "。修复上面第一个 {mark} 并保存，watch 会重新评判。\n"),
+    "stuck_watching": ("  Stuck? Press h for the next hint; the chapter is {chapter}.",
+                       "  卡住了？按 h 看下一条提示；本章在 {chapter}。"),
     "part": ('{chapter}, part "## {part}"', "{chapter} 的「## {part}」部分"),
 
     # -- list and the progress line ---------------------------------------------------------
