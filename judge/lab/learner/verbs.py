@@ -67,6 +67,9 @@ def list_command(args, catalog: Catalog) -> bool:
 def hint_command(args, catalog: Catalog) -> bool:
     exercise = catalog.resolve(args.exercise)
     progress = Progress()
+    if getattr(args, "all", False):
+        print(overview.hints_seen(exercise, progress))
+        return True
     if not progress.is_fresh(exercise):  # the last verdict is about another version of the file
         print(ui.paint(say("judging_for_hint", file=exercise.header), "dim"), flush=True)
         workspace.judge(catalog, exercise, build.compilers_for("clang"), progress)

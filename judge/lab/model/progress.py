@@ -148,6 +148,19 @@ class Progress:
         by_stage = entry.get("test_hints")
         return _counts(by_stage.get(str(stage)) if isinstance(by_stage, dict) else None).get(test, 0)
 
+    def hints_seen(self, exercise: Exercise) -> list[tuple[int, str, int]]:
+        """What `hint` has shown: (stage, test, how many of its hints) for each list of hints taken
+        from, the test's name in its suite or "" for the stage's own hints; stage by stage, a
+        stage's tests (in the order their hints come) before the stage's own, as `hint` gives them."""
+        seen = []
+        for stage in exercise.stages:
+            for test in (*stage.hinted_tests, ""):
+                count = min(self._taken(exercise, stage.number, test),
+                            len(stage.hints_for(test) if test else stage.stage_hints))
+                if count:
+                    seen.append((stage.number, test, count))
+        return seen
+
     def hints_taken(self, exercise: Exercise) -> dict[int, int]:
         """How many hints of each stage the learner has taken, by stage number: the stage's own and
         those of its tests together."""

@@ -200,6 +200,10 @@ WORDS: dict[str, tuple[str, str]] = {
     "level_concept": ("concept", "思路"),
     "level_approach": ("approach", "解法"),
     "level_code": ("code", "代码"),
+    "no_hints_seen": ("You have taken no hint for exercise {id:02d} yet: `{judge} hint {id}` gives the first.",
+                      "练习 {id:02d} 你还没看过提示：`{judge} hint {id}` 给出第一条。"),
+    "hints_seen": ("The {count} hint{s} you have taken for exercise {id:02d}, stage by stage:",
+                   "练习 {id:02d} 你看过的 {count} 条提示，按阶段排列："),
     "still_stuck": ('Still stuck? The part "The task" of {chapter} states the contract, and '
                     "`{judge} test {id} -v` shows every message.",
                     "还是卡住？{chapter} 的「任务」部分写明了契约，"
