@@ -66,6 +66,7 @@ class _Prebuilds:
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._started: set[tuple[str, str, str]] = set()
         self._stop = process.Stop()
+        self._spent: dict[tuple[str, str], float] = {}   # the seconds built ahead, by configuration
 
     def __enter__(self) -> "_Prebuilds":
         return self
@@ -85,10 +86,22 @@ class _Prebuilds:
                 work(*args)
         self._pool.submit(stoppable)
 
+    def spent(self, compiler: str, sanitizer: str) -> float:
+        """The seconds spent building ahead for a configuration: part of its build, though done
+        while an earlier one built or ran, so its report counts them."""
+        return self._spent.get((compiler, sanitizer), 0.0)
+
+    def _count(self, compiler: str, sanitizer: str, built: build.BuildResult) -> None:
+        self._spent[compiler, sanitizer] = self.spent(compiler, sanitizer) + built.seconds
+
     def ahead(self, compiler: str, sanitizer: str) -> None:
         for c, s, group in self._not_started(compiler, sanitizer, "", "groundwork"):
-            self._submit(build.groundwork_built, self._request, c, s, self._limits.build_timeout_seconds,
-                         "", _held(self._request, s, group, ""))
+            self._submit(self._groundwork, c, s, group)
+
+    def _groundwork(self, compiler: str, sanitizer: str, stages: list[Stage]) -> None:
+        self._count(compiler, sanitizer, build.groundwork_built(self._request, compiler, sanitizer,
+                                                                self._limits.build_timeout_seconds, "",
+                                                                _held(self._request, sanitizer, stages, "")))
 
     def after(self, compiler: str, sanitizer: str, program: str) -> None:
         later = self._not_started(compiler, sanitizer, program, program)
@@ -123,8 +136,8 @@ class _Prebuilds:
         return found
 
     def _build(self, compiler: str, sanitizer: str, stages: list[Stage], program: str) -> None:
-        with _tests_built(self._request, compiler, sanitizer, stages, program, self._limits):
-            pass
+        with _tests_built(self._request, compiler, sanitizer, stages, program, self._limits) as (_, built):
+            self._count(compiler, sanitizer, built)   # counted before the tree unlocks for its own turn
 
 
 # How long the later configurations' build of the main program waits for the first configuration's
@@ -192,6 +205,7 @@ def judge(request: Request, limits: Limits) -> Verdict:
             prebuilds.ahead(compiler, sanitizer)
             config, hung = _judge_config(request, compiler, sanitizer, wanted, focus, limits, macros, failed,
                                          prebuilds)
+            config.build.seconds += prebuilds.spent(compiler, sanitizer)
             configs.append(config)
             hung_under = config.label if hung else ""
             unbuilt_under = config.label if config.build.error else ""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import overview, report, workspace
 from ..core import build, judging
-from ..model.catalog import Catalog
+from ..model.catalog import Catalog, shown
 from ..model.errors import UsageError
 from ..model.words import say
 from ..model.progress import Progress
@@ -34,6 +34,7 @@ def test_command(args, catalog: Catalog) -> bool:
     if not args.json:
         print(ui.paint(say("judging", file=judging.implementation_file(exercise, impl).name, id=exercise.id), "dim"),
               flush=True)
+        _first_build(exercise, impl, compilers[0])
     if impl.kind == "exercises":
         progress = Progress()
         verdict = workspace.judge(catalog, exercise, compilers, progress, stages, args.seed)
@@ -57,6 +58,17 @@ def test_command(args, catalog: Catalog) -> bool:
         except OSError as err:
             raise UsageError(say("junit_unwritable", file=args.junit, why=err.strerror or err)) from None
     return verdict.passed
+
+
+def _first_build(exercise, impl: build.Impl, compiler: str) -> None:
+    """Says so when the tests are not built yet in the tree this run builds in: a first judge
+    waits for what later ones find built, and a --source or --solution run has trees of its own,
+    apart from the learner's, so that judging another file never rebuilds the learner's tests."""
+    tree = build.tree_dir(compiler, exercise.sanitizers[0], impl, os.environ.get("ALLOCLAB_SLOT", ""))
+    if (tree / f"test_{exercise.name}").is_file():
+        return
+    print(ui.paint(say("first_build", tree=shown(tree), id=exercise.id) +
+                   (say("first_build_apart") if impl.kind != "exercises" else ""), "dim"), flush=True)
 
 
 def list_command(args, catalog: Catalog) -> bool:

@@ -78,6 +78,16 @@ WORDS: dict[str, tuple[str, str]] = {
 
     # -- test: the report -----------------------------------------------------------------
     "judging": ("Judging {file} for exercise {id:02d}…", "正在评判练习 {id:02d} 的 {file}…"),
+    "first_build": ("The tests of exercise {id:02d} are not built yet in {tree}: this first judge builds them and "
+                    "what no edit changes (GoogleTest, the model's generators), 12 to 25 s on two idle cores and "
+                    "a minute when they are busy; the next ones compile only what your file changes.",
+                    "练习 {id:02d} 的测试还没有在 {tree} 里构建过：这第一次评判要先构建它们以及不随修改而变的部分"
+                    "（GoogleTest、模型的生成器），两个空闲核心上要 12 到 25 秒，核心繁忙时要一分钟左右；"
+                    "之后只编译你的文件改动影响到的部分。"),
+    "first_build_apart": (" A file given with --source or --solution is built in a tree of its own, apart from "
+                          "your exercise's, so that judging it never rebuilds your tests.",
+                          "--source 或 --solution 给出的文件在单独的构建树里构建，与你的练习分开，"
+                          "这样评判它不会让你的测试重新构建。"),
     "judging_for_hint": ("Judging {file} to find the first stage that fails…",
                          "正在评判 {file}，找出第一个未通过的阶段…"),
     "exercise_heading": ("Exercise {id:02d} · {title}", "练习 {id:02d} · {title}"),
