@@ -117,7 +117,7 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exe
     if verbose:
         for finding in stage.findings:
             lines.append(ui.indent(finding.raw, "        | ", max_lines=80))
-    elif any(not t.ok and t.name != first for t in stage.tests):
+    elif any(not t.ok and t.name != first and t.messages for t in stage.tests):
         lines.append(ui.paint("    " + say("others_in_one_line"), "dim"))
     return lines
 
