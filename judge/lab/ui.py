@@ -76,7 +76,8 @@ def wrap(text: str, width: int, initial_indent: str = "", subsequent_indent: str
     are two columns wide, so a line breaks between any two of them (never before a closing
     punctuation mark, nor after an opening one)."""
     if text.isascii():
-        return textwrap.fill(text, width, initial_indent=initial_indent, subsequent_indent=subsequent_indent)
+        return textwrap.fill(text, width, initial_indent=initial_indent, subsequent_indent=subsequent_indent,
+                             break_on_hyphens=False)   # `copy-on-write` is one word
     lines, line, space = [], initial_indent, False
     for token in _TOKEN.findall(text):
         if token.isspace():

@@ -162,6 +162,20 @@ class WatchLoop(unittest.TestCase):
                 self.assertTrue(line.startswith("    a summary") or line.startswith("    summary"), line)
                 self.assertTrue(line.endswith(("a", "summary")), line)
 
+    def test_a_first_judge_says_it_builds_the_tests_and_where(self):
+        import contextlib
+        from unittest import mock
+        from lab.core import build
+        from lab.learner import verbs
+        out = io.StringIO()
+        with mock.patch.dict(os.environ, {"ALLOCLAB_SLOT": "selftest-never-built"}), contextlib.redirect_stdout(out):
+            verbs._first_build(fake_exercise(1), build.Impl("source", Path("/x/arena.hpp")), "clang")
+            verbs._first_build(fake_exercise(1), build.Impl("exercises"), "clang")
+        source, mine = out.getvalue().splitlines()
+        self.assertIn("not built yet in build/clang-asan-source-selftest-never-built", source)
+        self.assertIn("a tree of its own", source)
+        self.assertNotIn("a tree of its own", mine)
+
     def test_a_file_replaced_by_rename_is_seen(self):
         """Many editors save by writing a new file and renaming it over the old one."""
         with tempfile.TemporaryDirectory() as tmp:
