@@ -58,6 +58,9 @@ class RepeatedMessages(unittest.TestCase):
         verbose = "\n".join(report.stage_lines(s, True, True))
         self.assertIn("x.cpp:2", verbose, "-v keeps every message")
         self.assertIn("    ✗ S.B\n", verbose)
+        graded = "\n".join(report.stage_lines(s, True, False, every_message=True))
+        self.assertIn("allocate(100) returned nullptr", graded, "a grader's report, read without -v, keeps them all")
+        self.assertNotIn("-v shows", graded)
 
     def test_verbose_lists_every_test(self):
         s = stage(*(T(f"S.T{i}", "failed", nullptr_failure(i)) for i in range(4)))

@@ -16,8 +16,9 @@ TAMPERED = WORDS["tampered"][0]   # as JUnit reports it, in English whatever the
 
 
 def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command: str = "",
-           watching: bool = False) -> str:
-    """The report; `watching`: under `watch`, where a save judges again and `h` gives a hint."""
+           watching: bool = False, every_message: bool = False) -> str:
+    """The report; `watching`: under `watch`, where a save judges again and `h` gives a hint;
+    `every_message`: every failing test's messages, for a reader who has no -v (a grader's report)."""
     exercise = translated(exercise)
     out = [ui.paint(say("exercise_heading", id=exercise.id, title=exercise.title), "bold") + f"  ({verdict.file})"]
     for problem in verdict.tampering:
@@ -25,14 +26,14 @@ def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command:
     first_failing = verdict.first_failing_stage()
     for config in verdict.configs:
         out.append("")
-        out.extend(config_lines(config, first_failing, verbose, exercise))
+        out.extend(config_lines(config, first_failing, verbose, exercise, every_message))
     out.append("")
     out.append(_next_step(verdict, exercise, command, watching))
     return "\n".join(out)
 
 
 def config_lines(config: ConfigResult, first_failing: int | None, verbose: bool,
-                 exercise: Exercise | None = None) -> list[str]:
+                 exercise: Exercise | None = None, every_message: bool = False) -> list[str]:
     b = config.build
     if not b.ok:
         lines = [ui.paint(say("does_not_compile", label=config.label), "red")]
@@ -55,7 +56,7 @@ def config_lines(config: ConfigResult, first_failing: int | None, verbose: bool,
                               "yellow"))
     for stage in config.stages:
         detailed = verbose or first_failing is None or stage.number <= first_failing
-        lines.extend(stage_lines(stage, detailed, verbose, exercise))
+        lines.extend(stage_lines(stage, detailed, verbose, exercise, every_message))
     return lines
 
 
@@ -72,7 +73,8 @@ def _words(stage: StageResult, exercise: Exercise | None) -> tuple[str, str]:
     return stage.title, stage.goal
 
 
-def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exercise | None = None) -> list[str]:
+def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exercise | None = None,
+                every_message: bool = False) -> list[str]:
     ok = stage.status == StageStatus.PASSED
     tampered = stage.status == StageStatus.TAMPERED
     title, goal = _words(stage, exercise)
@@ -93,7 +95,7 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exe
     repeats = {} if verbose else _repeats(stage)
     # The first failing test in full, one line for each other: the first one to fix is the lesson,
     # and a screenful of the same assertion under other names would hide it. -v shows them all.
-    first = None if verbose else next((t.name for t in stage.tests if not t.ok), None)
+    first = None if verbose or every_message else next((t.name for t in stage.tests if not t.ok), None)
     for test in stage.tests:
         if test.name in repeats and not repeats[test.name]:
             continue  # said once, with a count, at the first test that said it
@@ -105,7 +107,7 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exe
             lines.append(f"    {ui.mark(test.ok)} {name}")
         if not test.ok and (first is None or test.name == first):
             for message in test.messages:
-                lines.append(ui.indent(message, "        ", max_lines=200))
+                lines.append(ui.indent(message, "        ", max_lines=200 if verbose or test.name == first else 24))
             if verbose and test.finding:
                 lines.append(ui.indent(test.finding.raw, "        | ", max_lines=80))
         if others := repeats.get(test.name):
@@ -117,7 +119,7 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exe
     if verbose:
         for finding in stage.findings:
             lines.append(ui.indent(finding.raw, "        | ", max_lines=80))
-    elif any(not t.ok and t.name != first and t.messages for t in stage.tests):
+    elif first is not None and any(not t.ok and t.name != first and t.messages for t in stage.tests):
         lines.append(ui.paint("    " + say("others_in_one_line"), "dim"))
     return lines
 
