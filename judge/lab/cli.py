@@ -148,7 +148,7 @@ def _autograder(p: argparse.ArgumentParser) -> None:
 def _hint(p: argparse.ArgumentParser) -> None:
     _exercise(p)
     p.add_argument("--all", action="store_true", help="show again every hint you have taken for the exercise, "
-                   "in the order you took them, and take no new one")
+                   "stage by stage, and take no new one")
 
 
 def _check(p: argparse.ArgumentParser) -> None:

@@ -253,7 +253,8 @@ def scored(exercise: Exercise, verdict: Verdict, staged: Path, source: str, head
     error = _compile_error(verdict)
     grade = ExerciseGrade(exercise.name, exercise.title, exercise.header, GradeStatus.GRADED, "",
                           sum(s.earned for s in stages), sum(s.points for s in stages), stages,
-                          own(_refusal(refused) + report.render(verdict, exercise, every_message=True)), own(error), header_digest,
+                          own(_refusal(refused) + report.render(verdict, exercise, every_message=True)), own(error),
+                          header_digest,
                           verdict.seconds, json.loads(own(json.dumps(verdict.to_json()))), source,
                           voided=bool(refused or verdict.tampering))
     grade.message = own(f"scored 0: {refused}" if refused else _message(grade, verdict, error))
