@@ -81,9 +81,9 @@ WORDS: dict[str, tuple[str, str]] = {
     "first_build": ("The tests of exercise {id:02d} are not built yet in {tree}: this first judge builds them and "
                     "what no edit changes (GoogleTest, the model's generators), 12 to 25 s on two idle cores and "
                     "a minute when they are busy; the next ones compile only what your file changes.",
-                    "练习 {id:02d} 的测试还没有在 {tree} 里构建过：这第一次评判要先构建它们以及不随修改而变的部分"
-                    "（GoogleTest、模型的生成器），两个空闲核心上要 12 到 25 秒，核心繁忙时要一分钟左右；"
-                    "之后只编译你的文件改动影响到的部分。"),
+                    "练习 {id:02d} 的测试还没有在 {tree} 里构建过：这次评判要先构建它们，以及不随修改而变的部分"
+                    "（GoogleTest、模型的生成器）。两个空闲核心上需要 12 到 25 秒，核心繁忙时约一分钟；"
+                    "之后的评判只编译你的改动影响到的部分。"),
     "first_build_apart": (" A file given with --source or --solution is built in a tree of its own, apart from "
                           "your exercise's, so that judging it never rebuilds your tests.",
                           "--source 或 --solution 给出的文件在单独的构建树里构建，与你的练习分开，"
@@ -211,9 +211,9 @@ WORDS: dict[str, tuple[str, str]] = {
     "level_approach": ("approach", "解法"),
     "level_code": ("code", "代码"),
     "no_hints_seen": ("You have taken no hint for exercise {id:02d} yet: `{judge} hint {id}` gives the first.",
-                      "练习 {id:02d} 你还没看过提示：`{judge} hint {id}` 给出第一条。"),
+                      "练习 {id:02d} 的提示你还一条都没看过：`{judge} hint {id}` 会给出第一条。"),
     "hints_seen": ("The {count} hint{s} you have taken for exercise {id:02d}, stage by stage:",
-                   "练习 {id:02d} 你看过的 {count} 条提示，按阶段排列："),
+                   "你在练习 {id:02d} 看过的 {count} 条提示，按阶段排列："),
     "still_stuck": ('Still stuck? The part "The task" of {chapter} states the contract, and '
                     "`{judge} test {id} -v` shows every message.",
                     "还是卡住？{chapter} 的「任务」部分写明了契约，"
