@@ -145,6 +145,12 @@ def _autograder(p: argparse.ArgumentParser) -> None:
                         "unless you give one")
 
 
+def _hint(p: argparse.ArgumentParser) -> None:
+    _exercise(p)
+    p.add_argument("--all", action="store_true", help="show again every hint you have taken for the exercise, "
+                   "stage by stage, and take no new one")
+
+
 def _check(p: argparse.ArgumentParser) -> None:
     p.add_argument("exercise", nargs="?", help="check one exercise only (default: all)")
     p.add_argument("--jobs", type=int, default=2, help="judges run at once (default 2)")
@@ -169,7 +175,7 @@ COMMANDS = (
     Command("list", "learner", "every exercise in order, with your progress", "learner.verbs:list_command"),
     Command("test", "learner", "build and run an exercise's staged tests", "learner.verbs:test_command", _test),
     Command("hint", "learner", "the next hint for the first failing test of an exercise (its own hints, then its "
-            "stage's), one more each time", "learner.verbs:hint_command", _exercise),
+            "stage's), one more each time; --all shows again those you took", "learner.verbs:hint_command", _hint),
     Command("quiz", "learner", "the chapter's self-check: a few questions, each explained once you answer",
             "learner.quiz:quiz_command", _exercise),
     Command("watch", "learner", "judge an exercise each time you save it, and move on when it passes",

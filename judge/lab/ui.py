@@ -51,6 +51,19 @@ def columns(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
+def cut(text: str, width: int) -> str:
+    """`text` cut to `width` terminal columns, with … where it was cut."""
+    if columns(text) <= width:
+        return text
+    kept, used = [], 0
+    for c in text:
+        used += columns(c)
+        if used > width - 1:
+            break
+        kept.append(c)
+    return "".join(kept) + "…"
+
+
 def pad(text: str, width: int) -> str:
     return text + " " * max(width - columns(text), 0)
 
@@ -63,7 +76,8 @@ def wrap(text: str, width: int, initial_indent: str = "", subsequent_indent: str
     are two columns wide, so a line breaks between any two of them (never before a closing
     punctuation mark, nor after an opening one)."""
     if text.isascii():
-        return textwrap.fill(text, width, initial_indent=initial_indent, subsequent_indent=subsequent_indent)
+        return textwrap.fill(text, width, initial_indent=initial_indent, subsequent_indent=subsequent_indent,
+                             break_on_hyphens=False)   # `copy-on-write` is one word
     lines, line, space = [], initial_indent, False
     for token in _TOKEN.findall(text):
         if token.isspace():
@@ -101,9 +115,9 @@ class ProgressLine:
 
     def draw(self, text: str, plain: str = "") -> None:
         if self.live:
-            width = shutil.get_terminal_size((100, 24)).columns
-            if len(text) > width - 1:
-                text = text[: max(width - 2, 10)] + "…"
+            # Counted in columns, not characters: a Chinese line is twice as wide as its length,
+            # and a line wider than the terminal wraps and is never redrawn in place.
+            text = cut(text, max(shutil.get_terminal_size((100, 24)).columns - 1, 11))
             self.stream.write("\r\033[K" + text)
             self.stream.flush()
             self.drawn = True

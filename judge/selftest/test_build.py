@@ -56,6 +56,30 @@ class DiagnosticsTest(unittest.TestCase):
                          "clang-asan-source-check1")
 
 
+class BuiltAheadTest(unittest.TestCase):
+    def test_a_configuration_built_ahead_counts_that_build_as_its_own(self):
+        """The thread sanitizer's build runs beside the first configuration's; when its turn
+        comes, little is left to build, yet its report must say what building it took."""
+        from contextlib import contextmanager
+        first = cat.Stage(1, "S", "one", "", ("asan", "tsan"))
+        stage = cat.Stage(2, "T", "two", "", ("asan", "tsan"), program="x")   # a program of its own: no wait
+        exercise = cat.Exercise(1, "ex", "Ex", "", "easy", "ex.hpp", ("asan", "tsan"), (first, stage))
+        request = judging.Request(exercise, build.Impl("exercises"), ("clang",))
+
+        @contextmanager
+        def built(*_args, **_kwargs):
+            yield Path("test_01-ex"), build.BuildResult(True, 20.0, [])
+        plan = [("clang", "asan", [first, stage]), ("clang", "tsan", [first, stage])]
+        with mock.patch.object(build, "groundwork_built", return_value=build.BuildResult(True, 7.0, [])), \
+                mock.patch.object(judging, "_tests_built", built), \
+                judging._Prebuilds(request, cat.Limits(20, 65536, 4096, 300, 600), plan) as ahead:
+            ahead.ahead("clang", "asan")
+            ahead.after("clang", "asan", "x")
+            ahead._pool.submit(lambda: None).result()   # the work submitted before it is done
+            self.assertEqual(ahead.spent("clang", "tsan"), 27.0)
+            self.assertEqual(ahead.spent("clang", "asan"), 0.0, "the first configuration is built in its turn")
+
+
 class GroundworkTest(unittest.TestCase):
     """A later configuration's groundwork is built while the first builds the learner's code
     (judging._Prebuilds): were a file that includes the header part of it, a first judge would

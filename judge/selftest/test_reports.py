@@ -195,6 +195,32 @@ class ReportText(unittest.TestCase):
         self.assertIn("Stage 1 passes; stage 2 not judged", text)
 
 
+    def test_under_watch_the_next_step_is_a_key_and_a_save(self):
+        verdict = sample_verdict()
+        verdict.tampering = []
+        verdict.configs = verdict.configs[:1]
+        watched = report.render(verdict, EXERCISE, watching=True)
+        self.assertIn("Stuck? Press h for the next hint", watched)
+        self.assertIn("and save: watch judges it again", watched)
+        self.assertNotIn("hint 1`", watched)
+        self.assertIn("`python3 judge/judge.py hint 1`", report.render(verdict, EXERCISE))
+
+
+class ReplayCommand(unittest.TestCase):
+    def test_the_model_stage_replays_on_the_file_judged(self):
+        """The model stage prints `test N --seed S` to replay its sequences: a run on another file
+        must name that file, or the command replays them on the learner's header."""
+        from lab.core import judging
+        said = "Seed 1: `python3 judge/judge.py test 1 --seed 1` runs the same sequences again."
+        for impl, expected in ((build.Impl("source", Path("/tmp/my arena.hpp")), "test 1 --source '/tmp/my arena.hpp' --seed 1"),
+                               (build.Impl("solutions"), "test 1 --solution --seed 1"),
+                               (build.Impl("exercises"), "test 1 --seed 1")):
+            verdict = passing_verdict()
+            verdict.configs[0].stages[0].tests[0] = TestOutcome("ArenaModel.X", "failed", [said])
+            judging._replayed_on(judging.Request(EXERCISE, impl, ("clang",)), verdict.configs)
+            self.assertIn(f"`python3 judge/judge.py {expected}`", verdict.configs[0].stages[0].tests[0].messages[0])
+
+
 class Diagnostics(unittest.TestCase):
     def test_clang_source_line_is_kept(self):
         """clang quotes the offending line with no margin; the report must still show it."""
@@ -204,6 +230,46 @@ class Diagnostics(unittest.TestCase):
                "1 error generated.\n")
         [d] = build.parse_diagnostics(log)
         self.assertEqual(d.context, ["inline void f(int n) { return n +; }", "                                 ^"])
+
+    def test_clang_source_line_is_kept_above_a_ranged_caret(self):
+        """clang underlines the expression before the caret (`~~~~ ^`): the line is still the
+        source line, which the learner needs to see."""
+        log = ("/k/judge/tests/01-arena/arena_under_test.cpp:49:74: fatal error: no member named 'capacity' in "
+               "'alloclab::Arena'\n"
+               "std::size_t Arena::capacity() const { return std::as_const(learners_->a).capacity(); }\n"
+               "                                             ~~~~~~~~~~~~~~~~~~~~~~~~~~~ ^\n")
+        [d] = build.parse_diagnostics(log)
+        self.assertEqual(len(d.context), 2)
+        self.assertTrue(d.context[0].startswith("std::size_t Arena::capacity()"))
+
+    def test_a_missing_member_is_named_as_each_compiler_says_it(self):
+        said = {
+            "no member named 'capacity' in 'alloclab::Arena'": ("capacity", "alloclab::Arena"),
+            "no type named 'Marker' in 'alloclab::Arena'": ("Marker", "alloclab::Arena"),
+            "no type named 'FixedPool' in namespace 'alloclab'": ("FixedPool", "alloclab"),
+            "\u2018std::add_const_t<alloclab::Arena>\u2019 {aka \u2018const class alloclab::Arena\u2019} has no "
+            "member named \u2018capacity\u2019": ("capacity", "alloclab::Arena"),
+            "'class alloclab::Arena' has no member named 'peak'": ("peak", "alloclab::Arena"),
+            "'Marker' in 'class alloclab::Arena' does not name a type": ("Marker", "alloclab::Arena"),
+            "'FixedPool' is not a member of 'alloclab'": ("FixedPool", "alloclab"),
+            "expected ';' after expression": None,
+        }
+        for message, expected in said.items():
+            self.assertEqual(build.missing_name(results.Diagnostic("f.cpp", 1, 1, "error", message)), expected,
+                             message)
+
+    def test_a_member_missing_from_the_header_is_said_so_by_name(self):
+        from lab.model.catalog import ROOT
+        error = results.Diagnostic(str(ROOT / "judge/tests/01-arena/arena_under_test.cpp"), 49, 74, "error",
+                                   "no member named 'capacity' in 'alloclab::Arena'", ["source", "  ^"])
+        verdict = Verdict("01-arena", "The arena", "exercises", "exercises/01-arena/arena.hpp", False,
+                          [ConfigResult("clang", "asan", BuildSummary(False, 1.0, error),
+                                        [StageResult(1, "ArenaBasics", "basics", "goal", "not built")])])
+        text = report.render(verdict, EXERCISE)
+        self.assertIn("Your header has no `capacity` in `alloclab::Arena`: the contract promises it", text)
+        self.assertLess(text.index("Your header has no"), text.index("arena_under_test.cpp:49:74"))
+        error.file = str(ROOT / "exercises/01-arena/arena.hpp")   # the learner's own code names it
+        self.assertNotIn("Your header has no", report.render(verdict, EXERCISE))
 
     def test_gcc_margin_lines_are_kept(self):
         log = "/x/a.hpp:3:5: warning: unused variable 'x' [-Wunused-variable]\n    3 | int x;\n      |     ^\n"

@@ -10,6 +10,7 @@ import queue
 import re
 import shlex
 import shutil
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -288,8 +289,14 @@ def configure_and_build(tree: Path, target: str, request: Request, compiler: str
                         beside: Callable[[Path], list[str]] | None = None) -> BuildResult:
     """Builds `target` in a tree configured for `request` with one compiler and instrumentation,
     configuring it first when it is not (and `beside`'s targets with it, see tests_built)."""
+    started = time.monotonic()
     failed = configure(tree, request, compiler, sanitizer, timeout, extra)
-    return failed or build(tree, target, timeout, beside(tree) if beside else [])
+    if failed:
+        return failed
+    configured = time.monotonic() - started
+    built = build(tree, target, timeout, beside(tree) if beside else [])
+    built.seconds += configured   # a first build's configure is part of what the learner waits for
+    return built
 
 
 def build(tree: Path, target: str, timeout: float, beside: list[str] | tuple[str, ...] = ()) -> BuildResult:
@@ -324,7 +331,8 @@ def build(tree: Path, target: str, timeout: float, beside: list[str] | tuple[str
 _DIAG_RE = re.compile(r"^(?P<file>[^\s:][^:\n]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning): (?P<msg>.*)$")
 
 
-_CARET_RE = re.compile(r"^[\s\d|]*\^[\s~^]*$|^[\s\d|]*~+\^")
+# A caret line, with the ranges clang underlines before and after it (`~~~~ ^ ~~`).
+_CARET_RE = re.compile(r"^[\s\d|~]*\^[\s~^]*$")
 
 
 def parse_diagnostics(log: str) -> list[Diagnostic]:
@@ -347,6 +355,27 @@ def parse_diagnostics(log: str) -> list[Diagnostic]:
         out.append(Diagnostic(m.group("file"), int(m.group("line")), int(m.group("col")), severity,
                               m.group("msg").strip(), context))
     return out
+
+
+# What clang and g++ say when code names a member, a type or a template its class or namespace
+# does not have, quoted with ' or with ‘’ as the locale chooses.
+_Q = "['\u2018\u2019`]"
+_N = "[^'\u2018\u2019`]+"
+_MISSING_RE = [re.compile(p) for p in (
+    rf"no (?:member|type|template) named {_Q}(?P<name>{_N}){_Q} in (?:namespace )?{_Q}(?P<owner>{_N}){_Q}",
+    rf"(?:\{{aka |^){_Q}(?:const )?(?:class |struct )?(?P<owner>{_N}){_Q}\}}? has no member named {_Q}(?P<name>{_N}){_Q}",
+    rf"^{_Q}(?P<name>{_N}){_Q} in (?:namespace )?{_Q}(?:class |struct )?(?P<owner>{_N}){_Q} does not name a",
+    rf"^{_Q}(?P<name>{_N}){_Q} is not a member of {_Q}(?P<owner>{_N}){_Q}",
+)]
+
+
+def missing_name(error: Diagnostic) -> tuple[str, str] | None:
+    """The name a compiler error says its class or namespace lacks, and that class or namespace
+    (`capacity`, `alloclab::Arena`); None for any other error."""
+    for pattern in _MISSING_RE:
+        if m := pattern.search(error.message):
+            return m.group("name"), m.group("owner")
+    return None
 
 
 def _link_problem(log: str) -> str:

@@ -10,6 +10,7 @@ test programs say."""
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -65,6 +66,7 @@ class _Prebuilds:
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._started: set[tuple[str, str, str]] = set()
         self._stop = process.Stop()
+        self._spent: dict[tuple[str, str], float] = {}   # the seconds built ahead, by configuration
 
     def __enter__(self) -> "_Prebuilds":
         return self
@@ -84,10 +86,22 @@ class _Prebuilds:
                 work(*args)
         self._pool.submit(stoppable)
 
+    def spent(self, compiler: str, sanitizer: str) -> float:
+        """The seconds spent building ahead for a configuration: part of its build, though done
+        while an earlier one built or ran, so its report counts them."""
+        return self._spent.get((compiler, sanitizer), 0.0)
+
+    def _count(self, compiler: str, sanitizer: str, built: build.BuildResult) -> None:
+        self._spent[compiler, sanitizer] = self.spent(compiler, sanitizer) + built.seconds
+
     def ahead(self, compiler: str, sanitizer: str) -> None:
         for c, s, group in self._not_started(compiler, sanitizer, "", "groundwork"):
-            self._submit(build.groundwork_built, self._request, c, s, self._limits.build_timeout_seconds,
-                         "", _held(self._request, s, group, ""))
+            self._submit(self._groundwork, c, s, group)
+
+    def _groundwork(self, compiler: str, sanitizer: str, stages: list[Stage]) -> None:
+        self._count(compiler, sanitizer, build.groundwork_built(self._request, compiler, sanitizer,
+                                                                self._limits.build_timeout_seconds, "",
+                                                                _held(self._request, sanitizer, stages, "")))
 
     def after(self, compiler: str, sanitizer: str, program: str) -> None:
         later = self._not_started(compiler, sanitizer, program, program)
@@ -122,8 +136,8 @@ class _Prebuilds:
         return found
 
     def _build(self, compiler: str, sanitizer: str, stages: list[Stage], program: str) -> None:
-        with _tests_built(self._request, compiler, sanitizer, stages, program, self._limits):
-            pass
+        with _tests_built(self._request, compiler, sanitizer, stages, program, self._limits) as (_, built):
+            self._count(compiler, sanitizer, built)   # counted before the tree unlocks for its own turn
 
 
 # How long the later configurations' build of the main program waits for the first configuration's
@@ -191,6 +205,7 @@ def judge(request: Request, limits: Limits) -> Verdict:
             prebuilds.ahead(compiler, sanitizer)
             config, hung = _judge_config(request, compiler, sanitizer, wanted, focus, limits, macros, failed,
                                          prebuilds)
+            config.build.seconds += prebuilds.spent(compiler, sanitizer)
             configs.append(config)
             hung_under = config.label if hung else ""
             unbuilt_under = config.label if config.build.error else ""
@@ -198,10 +213,25 @@ def judge(request: Request, limits: Limits) -> Verdict:
     for stage in (s for c in configs for s in c.stages):
         if tampering and (stage.status == StageStatus.PASSED or any(t.status != TestStatus.NOT_RUN for t in stage.tests)):
             stage.status = StageStatus.TAMPERED   # what its tests reported went through the altered macros
+    _replayed_on(request, configs)
     passed = bool(configs) and all(s.status == StageStatus.PASSED for c in configs for s in c.stages)
     left_out = [s.number for s in exercise.stages if s not in stages]
     return Verdict(exercise.name, exercise.title, request.impl.label, shown(focus), passed, configs,
                    tampering, time.monotonic() - start, left_out)
+
+
+def _replayed_on(request: Request, configs: list[ConfigResult]) -> None:
+    """The model stage's failure says which command runs its sequences again, as `test N --seed
+    S` (judge/tests/support/model_check.hpp): on the learner's header. A run on another file
+    names that file in it, or the command would replay the sequences on the wrong header."""
+    impl, number = request.impl, request.exercise.id
+    given = {"source": f" --source {shlex.quote(shown(impl.path))}" if impl.path else "",
+             "solutions": " --solution"}.get(impl.kind, "")
+    if not given:
+        return
+    said, meant = f"judge.py test {number} --seed ", f"judge.py test {number}{given} --seed "
+    for test in (t for c in configs for s in c.stages for t in s.tests):
+        test.messages = [m.replace(said, meant) for m in test.messages]
 
 
 def test_environment(limits: Limits, seed: int | None = None, shrink: bool = True) -> dict[str, str]:

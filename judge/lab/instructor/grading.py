@@ -253,7 +253,8 @@ def scored(exercise: Exercise, verdict: Verdict, staged: Path, source: str, head
     error = _compile_error(verdict)
     grade = ExerciseGrade(exercise.name, exercise.title, exercise.header, GradeStatus.GRADED, "",
                           sum(s.earned for s in stages), sum(s.points for s in stages), stages,
-                          own(_refusal(refused) + report.render(verdict, exercise)), own(error), header_digest,
+                          own(_refusal(refused) + report.render(verdict, exercise, every_message=True)), own(error),
+                          header_digest,
                           verdict.seconds, json.loads(own(json.dumps(verdict.to_json()))), source,
                           voided=bool(refused or verdict.tampering))
     grade.message = own(f"scored 0: {refused}" if refused else _message(grade, verdict, error))
@@ -274,10 +275,10 @@ def stage_report(verdict: Verdict, number: int) -> str:
         if stage is None:
             continue
         if not config.build.ok or config.build.problem:
-            lines.extend(report.config_lines(config, number, False))
+            lines.extend(report.config_lines(config, number, False, every_message=True))
         else:
             lines.append(config.label)
-            lines.extend(report.stage_lines(stage, True, False))
+            lines.extend(report.stage_lines(stage, True, False, every_message=True))
     return "\n".join(lines)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..model.progress import Progress, Standing
 from .. import ui
 from ..model.catalog import Catalog, Exercise, Hint, shown, translated, translated_catalog
-from ..model.words import WORDS, say, then
+from ..model.words import WORDS, plural, say, then
 
 def passed_count(catalog: Catalog, progress: Progress) -> int:
     return sum(progress.standing(ex)[0] == Standing.PASSED for ex in catalog.exercises)
@@ -53,10 +53,11 @@ def render(catalog: Catalog, progress: Progress) -> str:
     for ex in catalog.exercises:
         difficulty = say(f"difficulty_{ex.difficulty}") if f"difficulty_{ex.difficulty}" in WORDS else ex.difficulty
         lines.append(f"{ex.id:02d}  {ui.pad(ex.title, width)} {ui.pad(difficulty, 7)} {status_text(ex, progress)}")
-        lines.append(ui.paint(f"    {ex.summary}", "dim"))
+        # Wrapped here, between words (between characters in Chinese): the terminal would cut words.
+        lines.append(ui.paint(_wrap(ex.summary, "    "), "dim"))
         more = extras(ex, progress)
         if more:
-            lines.append(f"    {more}")
+            lines.append(_wrap(more, "    "))
     lines.append("")
     lines.append(say("progress", bar=ui.bar(passed_count(catalog, progress), len(catalog.exercises))))
     return "\n".join(lines)
@@ -145,8 +146,8 @@ def _choose(exercise: Exercise, progress: Progress, number: int, test: str) -> _
                   new, say("last_stage_hint", number=number), preface=preface)
 
 
-def _wrap(text: str) -> str:
-    return ui.wrap(text, max(shutil.get_terminal_size((100, 24)).columns - 1, 40))
+def _wrap(text: str, indent: str = "") -> str:
+    return ui.wrap(text, max(shutil.get_terminal_size((100, 24)).columns - 1, 40), indent, indent)
 
 
 def _render(exercise: Exercise, lead: str, s: _Shown) -> str:
@@ -163,4 +164,25 @@ def _render(exercise: Exercise, lead: str, s: _Shown) -> str:
         lines.append(say("still_stuck", chapter=shown(exercise.reader_chapter), id=exercise.id))
     elif s.which == s.total and s.last:
         lines.append(ui.paint(s.last, "dim"))
+    return "\n".join(lines)
+
+
+def hints_seen(exercise: Exercise, progress: Progress) -> str:
+    """Every hint `hint` has shown for the exercise, in the order it gave them, to read again
+    (`hint N --all`); takes none."""
+    exercise = translated(exercise)
+    seen = progress.hints_seen(exercise)
+    if not seen:
+        return say("no_hints_seen", id=exercise.id)
+    count = sum(n for _, _, n in seen)
+    lines = [say("hints_seen", count=count, s=plural(count), id=exercise.id)]
+    for number, test, count in seen:
+        current = exercise.stages[number - 1]
+        hints = current.hints_for(test) if test else current.stage_hints
+        of = f"{current.suite}.{test}" if test else say("of_stage", number=number)
+        for which, hint in enumerate(hints[:count], 1):
+            heading = say("hint_heading", which=which, total=len(hints), of=of, level=say(f"level_{hint.level}"))
+            lines.append("")
+            text = _wrap(then(heading, hint.text))
+            lines.append(ui.paint(heading, "bold") + text[len(heading):])
     return "\n".join(lines)

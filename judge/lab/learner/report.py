@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import re
+import shutil
 
 from .. import ui
-from ..model.catalog import Exercise, shown, translated
+from ..core import build
+from ..model.catalog import ROOT, Exercise, shown, translated
 from ..model.results import ConfigResult, StageResult, StageStatus, TestStatus, Verdict
 from ..model.words import WORDS, plural, say
 
@@ -13,7 +15,10 @@ _STATUS_WORD = {TestStatus.CRASHED: "crashed", TestStatus.TIMEOUT: "hung", TestS
 TAMPERED = WORDS["tampered"][0]   # as JUnit reports it, in English whatever the learner reads
 
 
-def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command: str = "") -> str:
+def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command: str = "",
+           watching: bool = False, every_message: bool = False) -> str:
+    """The report; `watching`: under `watch`, where a save judges again and `h` gives a hint;
+    `every_message`: every failing test's messages, for a reader who has no -v (a grader's report)."""
     exercise = translated(exercise)
     out = [ui.paint(say("exercise_heading", id=exercise.id, title=exercise.title), "bold") + f"  ({verdict.file})"]
     for problem in verdict.tampering:
@@ -21,18 +26,21 @@ def render(verdict: Verdict, exercise: Exercise, verbose: bool = False, command:
     first_failing = verdict.first_failing_stage()
     for config in verdict.configs:
         out.append("")
-        out.extend(config_lines(config, first_failing, verbose, exercise))
+        out.extend(config_lines(config, first_failing, verbose, exercise, every_message))
     out.append("")
-    out.append(_next_step(verdict, exercise, command))
+    out.append(_next_step(verdict, exercise, command, watching))
     return "\n".join(out)
 
 
 def config_lines(config: ConfigResult, first_failing: int | None, verbose: bool,
-                 exercise: Exercise | None = None) -> list[str]:
+                 exercise: Exercise | None = None, every_message: bool = False) -> list[str]:
     b = config.build
     if not b.ok:
         lines = [ui.paint(say("does_not_compile", label=config.label), "red")]
         if b.error:
+            missing = build.missing_name(b.error) if _in_the_tests(b.error.file) else None
+            if missing:  # the tests name what the contract promises, so the learner's header lacks it
+                lines.append("  " + say("missing_member", name=missing[0], owner=missing[1]))
             lines.append(f"  {b.error.file and b.error.where()}: {b.error.severity}: {b.error.message}")
             lines.extend("  " + c for c in b.error.context)
             lines.append("  " + say("fix_first"))
@@ -48,8 +56,12 @@ def config_lines(config: ConfigResult, first_failing: int | None, verbose: bool,
                               "yellow"))
     for stage in config.stages:
         detailed = verbose or first_failing is None or stage.number <= first_failing
-        lines.extend(stage_lines(stage, detailed, verbose, exercise))
+        lines.extend(stage_lines(stage, detailed, verbose, exercise, every_message))
     return lines
+
+
+def _in_the_tests(file: str) -> bool:
+    return (ROOT / "judge" / "tests") in (ROOT / file).resolve().parents
 
 
 def _words(stage: StageResult, exercise: Exercise | None) -> tuple[str, str]:
@@ -61,7 +73,8 @@ def _words(stage: StageResult, exercise: Exercise | None) -> tuple[str, str]:
     return stage.title, stage.goal
 
 
-def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exercise | None = None) -> list[str]:
+def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exercise | None = None,
+                every_message: bool = False) -> list[str]:
     ok = stage.status == StageStatus.PASSED
     tampered = stage.status == StageStatus.TAMPERED
     title, goal = _words(stage, exercise)
@@ -80,15 +93,21 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exe
         lines.append(ui.paint("    " + say("tests_later"), "dim"))
         return lines
     repeats = {} if verbose else _repeats(stage)
+    # The first failing test in full, one line for each other: the first one to fix is the lesson,
+    # and a screenful of the same assertion under other names would hide it. -v shows them all.
+    first = None if verbose or every_message else next((t.name for t in stage.tests if not t.ok), None)
     for test in stage.tests:
         if test.name in repeats and not repeats[test.name]:
             continue  # said once, with a count, at the first test that said it
         word = _STATUS_WORD.get(test.status)
         name = test.name + (f" — {say(word)}" if word else "")
-        lines.append(f"    {ui.mark(test.ok)} {name}")
-        if not test.ok:
+        if not test.ok and first is not None and test.name != first:
+            lines.append(f"    {ui.mark(test.ok)} {ui.cut(name + _gist(test), _width() - 6)}")
+        else:
+            lines.append(f"    {ui.mark(test.ok)} {name}")
+        if not test.ok and (first is None or test.name == first):
             for message in test.messages:
-                lines.append(ui.indent(message, "        ", max_lines=200 if verbose else 24))
+                lines.append(ui.indent(message, "        ", max_lines=200 if verbose or test.name == first else 24))
             if verbose and test.finding:
                 lines.append(ui.indent(test.finding.raw, "        | ", max_lines=80))
         if others := repeats.get(test.name):
@@ -100,7 +119,27 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exe
     if verbose:
         for finding in stage.findings:
             lines.append(ui.indent(finding.raw, "        | ", max_lines=80))
+    elif first is not None and any(not t.ok and t.name != first and t.messages for t in stage.tests):
+        lines.append(ui.paint("    " + say("others_in_one_line"), "dim"))
     return lines
+
+
+# A line of GoogleTest's own (the assertion, its values), not one the test's author wrote.
+_FRAMEWORK_LINE = ("Expected", "Actual:", "Value of:", "Which is:", "Failed", "Death test", "Unknown C++ exception")
+_AT_LINE = re.compile(r"\S+:\d+(?::\d+)?(?:: Failure)?")
+
+
+def _gist(test) -> str:
+    """A failing test's message in a line: the sentence its author wrote, else the framework's."""
+    lines = [line for message in test.messages[:1] for line in message.splitlines()
+             if line.strip() and not _AT_LINE.fullmatch(line.strip())]
+    said = next((line for line in lines if not line[0].isspace() and not line.startswith(_FRAMEWORK_LINE)),
+                " ".join(line.strip() for line in lines))
+    return f": {said}" if said else ""
+
+
+def _width() -> int:
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 _LOCATION_RE = re.compile(r"(\S+\.\w+):\d+(?::\d+)?")
@@ -121,7 +160,7 @@ def _repeats(stage: StageResult) -> dict[str, list[str]]:
     return repeats
 
 
-def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:
+def _next_step(verdict: Verdict, exercise: Exercise, command: str, watching: bool = False) -> str:
     again = say("again_command", command=command) if command else say("again_judge")
     judged = sorted({s.number for c in verdict.configs for s in c.stages})
     unjudged = verdict.stages_not_judged
@@ -141,15 +180,16 @@ def _next_step(verdict: Verdict, exercise: Exercise, command: str) -> str:
     if verdict.tampering:
         return ui.paint(say("leave_macros", mark=ui.FAIL), "red")
     if any(not c.build.ok for c in verdict.configs):
-        return ui.paint(say("not_compiling_yet", mark=ui.FAIL), "red") + say("fix_error", again=again)
+        return ui.paint(say("not_compiling_yet", mark=ui.FAIL), "red") + \
+            say("fix_error_watching" if watching else "fix_error", again=again)
     stage_no = verdict.first_failing_stage()
     stage = next(s for c in verdict.configs for s in c.stages if s.number == stage_no and s.status != StageStatus.PASSED)
     failing = len(stage.tests) - stage.passed_count
     what = say("tests_fail", failing=failing, total=len(stage.tests)) if failing else say("stage_has_problems")
     return (ui.paint(say("not_passed_yet", mark=ui.FAIL, number=stage.number, title=_words(stage, exercise)[0],
                          what=what), "red") +
-            not_judged + say("fix_first_fail", mark=ui.FAIL, again=again) +
-            say("stuck", id=exercise.id, chapter=shown(exercise.reader_chapter)))
+            not_judged + say("fix_first_fail_watching" if watching else "fix_first_fail", mark=ui.FAIL, again=again) +
+            say("stuck_watching" if watching else "stuck", id=exercise.id, chapter=shown(exercise.reader_chapter)))
 
 
 def _stages(numbers: list[int]) -> str:

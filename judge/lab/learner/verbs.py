@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import overview, report, workspace
 from ..core import build, judging
-from ..model.catalog import Catalog
+from ..model.catalog import Catalog, shown
 from ..model.errors import UsageError
 from ..model.words import say
 from ..model.progress import Progress
@@ -34,6 +34,7 @@ def test_command(args, catalog: Catalog) -> bool:
     if not args.json:
         print(ui.paint(say("judging", file=judging.implementation_file(exercise, impl).name, id=exercise.id), "dim"),
               flush=True)
+        _first_build(exercise, impl, compilers[0])
     if impl.kind == "exercises":
         progress = Progress()
         verdict = workspace.judge(catalog, exercise, compilers, progress, stages, args.seed)
@@ -59,6 +60,17 @@ def test_command(args, catalog: Catalog) -> bool:
     return verdict.passed
 
 
+def _first_build(exercise, impl: build.Impl, compiler: str) -> None:
+    """Says so when the tests are not built yet in the tree this run builds in: a first judge
+    waits for what later ones find built, and a --source or --solution run has trees of its own,
+    apart from the learner's, so that judging another file never rebuilds the learner's tests."""
+    tree = build.tree_dir(compiler, exercise.sanitizers[0], impl, os.environ.get("ALLOCLAB_SLOT", ""))
+    if (tree / f"test_{exercise.name}").is_file():
+        return
+    print(ui.paint(say("first_build", tree=shown(tree), id=exercise.id) +
+                   (say("first_build_apart") if impl.kind != "exercises" else ""), "dim"), flush=True)
+
+
 def list_command(args, catalog: Catalog) -> bool:
     print(overview.render(catalog, Progress()))
     return True
@@ -67,6 +79,9 @@ def list_command(args, catalog: Catalog) -> bool:
 def hint_command(args, catalog: Catalog) -> bool:
     exercise = catalog.resolve(args.exercise)
     progress = Progress()
+    if getattr(args, "all", False):
+        print(overview.hints_seen(exercise, progress))
+        return True
     if not progress.is_fresh(exercise):  # the last verdict is about another version of the file
         print(ui.paint(say("judging_for_hint", file=exercise.header), "dim"), flush=True)
         workspace.judge(catalog, exercise, build.compilers_for("clang"), progress)

@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..core import build
 from . import workspace, overview, report
-from ..model.progress import Progress, Standing
+from ..model.progress import Progress
 from .. import ui
 from ..model.catalog import Catalog, Exercise, shown, translated
 from ..model.words import say
@@ -33,19 +33,22 @@ def watch_command(args, catalog: Catalog) -> bool:
 
     def judge(exercise: Exercise, progress: Progress) -> bool:
         verdict = workspace.judge(catalog, exercise, compilers, progress)
-        print(report.render(verdict, exercise), flush=True)
+        print(report.render(verdict, exercise, watching=True), flush=True)
         return verdict.passed
 
     return Watcher(catalog, judge, Progress()).run(start)
 
 
-def first_unpassed(catalog: Catalog, progress: Progress, after: Exercise | None = None) -> Exercise | None:
-    """The first exercise not yet passed after `after` (or from the start), wrapping around."""
+def first_unpassed(catalog: Catalog, progress: Progress, after: Exercise | None = None,
+                   file_of: Callable[[Exercise], Path] = lambda ex: ex.exercise_file) -> Exercise | None:
+    """The first exercise not yet passed after `after` (or from the start), wrapping around. A
+    pass counts only while the file is the one that passed: a header broken again after its
+    pass is where the learner has work to do."""
     order = list(catalog.exercises)
     if after is not None and after in order:
         i = order.index(after) + 1
         order = order[i:] + order[:i]
-    return next((ex for ex in order if progress.standing(ex)[0] != Standing.PASSED), None)
+    return next((ex for ex in order if not progress.passes_as_it_is(ex, file_of(ex))), None)
 
 
 def signature(path: Path) -> tuple[int, int, int] | None:
@@ -152,7 +155,7 @@ class Watcher:
             judged = signature(self.file_of(exercise))
             passed = self._judge(exercise)
             if passed:
-                following = first_unpassed(self.catalog, self.progress, after=exercise)
+                following = first_unpassed(self.catalog, self.progress, after=exercise, file_of=self.file_of)
                 if following is None:
                     self.say(ui.paint(say("kit_done", mark=ui.OK, id=exercise.id), "green"))
                     self.say(overview.render(self.catalog, self.progress))

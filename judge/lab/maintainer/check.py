@@ -10,8 +10,10 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,13 +53,10 @@ def check_command(args, catalog: Catalog) -> bool:
         items.append(item)
         took = ui.paint(f"  {item.seconds:.1f} s", "dim") if item.seconds else ""
         sign = ui.paint(ui.SKIP + " skipped:", "yellow") if item.ok is None else ui.mark(item.ok)
-        print(f"{sign} {item.what}{took}", flush=True)
+        text = f"{sign} {item.what}{took}"
         if item.ok is not True and item.detail:
-            print(ui.indent(item.detail, "    ", max_lines=30, more=""), flush=True)
-
-    report(_unit_tests(args.jobs))
-    problems = validate(catalog)
-    report(Item(not problems, "the catalog is valid", "\n".join(problems)))
+            text += "\n" + ui.indent(item.detail, "    ", max_lines=30, more="")
+        running.print(text)
 
     slots = build.Slots("check", args.jobs)
     jobs = []
@@ -83,21 +82,99 @@ def check_command(args, catalog: Catalog) -> bool:
             jobs.append((_mistake, ex, mistake))
         if ex.bench_dir.is_dir():
             jobs.append((_benchmarks, ex, "clang"))
+    served = [ex for ex in exercises if ex.header == serve.MANAGER_HEADER]
+    modules = _unit_test_modules()
+    total = len(modules) + 1 + 1 + bool(served) + (not args.no_docs) + len(jobs)
+    print(f"Checking the kit: {total} jobs, {max(args.jobs, 1)} at a time (about half an hour on two cores; "
+          "each result is printed as its job ends).", flush=True)
+    with _Running(total) as running:
+        _check_all(args, catalog, exercises, served, modules, jobs, slots, running, report)
+    return _summary(items)
+
+
+def _check_all(args, catalog: Catalog, exercises: list[Exercise], served: list[Exercise], modules: list[str],
+               jobs: list, slots: build.Slots, running: "_Running", report) -> None:
+    report(_unit_tests(args.jobs, modules, running))
+    with running.job("the catalog"):
+        problems = validate(catalog)
+    report(Item(not problems, "the catalog is valid", "\n".join(problems)))
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         # The engine and the docs first: each is one long job that, left to the end, would keep
         # one core busy while the other waits.
-        futures = [pool.submit(_guarded, "the serving engine", lambda: [_serve(catalog)])]
-        served = [ex for ex in exercises if ex.header == serve.MANAGER_HEADER]
+        futures = [pool.submit(running.guarded, "the serving engine", lambda: [_serve(catalog)])]
         if served:
-            futures.append(pool.submit(_guarded, "the known mistakes served",
+            futures.append(pool.submit(running.guarded, "the known mistakes served",
                                        lambda: list(_served_mistakes(catalog, served[0]))))
         if not args.no_docs:
-            futures.append(pool.submit(_guarded, "the learner's documentation", lambda: list(_docs(catalog))))
-        futures += [pool.submit(lambda *job: [_timed(*job)], fn, catalog, ex, arg, slots) for fn, ex, arg in jobs]
+            futures.append(pool.submit(running.guarded, "the learner's documentation", lambda: list(_docs(catalog))))
+        futures += [pool.submit(running.guarded, _job_name(fn, ex, arg), lambda *job: [_timed(*job)],
+                                fn, catalog, ex, arg, slots) for fn, ex, arg in jobs]
         for future in as_completed(futures):
             for item in future.result():
                 report(item)
-    return _summary(items)
+
+
+def _job_name(fn, ex: Exercise, arg) -> str:
+    return f"{ex.name}: {fn.__name__.strip('_').replace('_', ' ')} {getattr(arg, 'name', arg)}"
+
+
+class _Running:
+    """`check`'s line at the foot of a terminal, as `grade` keeps one: the jobs done of all, the
+    job running longest, the time so far, redrawn every second; the results print above it. A
+    check runs for half an hour, and its first result comes only after minutes."""
+
+    def __init__(self, total: int):
+        self.line = ui.ProgressLine("check")
+        self.total, self.done = total, 0
+        self.started = time.monotonic()
+        self.running: dict[str, float] = {}
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, daemon=True)
+
+    def __enter__(self) -> "_Running":
+        if self.line.live:
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        with self._lock:
+            self.line.clear()
+
+    @contextmanager
+    def job(self, name: str):
+        with self._lock:
+            self.running[name] = time.monotonic()
+            self._draw()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.running.pop(name, None)
+                self.done += 1
+                self._draw()
+
+    def guarded(self, name: str, items, *args) -> list[Item]:
+        with self.job(name):
+            return _guarded(name, lambda: items(*args))
+
+    def print(self, text: str) -> None:
+        with self._lock:
+            self.line.clear()
+            print(text, flush=True)
+            self._draw()
+
+    def _draw(self) -> None:
+        elapsed = int(time.monotonic() - self.started)
+        now = min(self.running, key=self.running.get, default="")
+        self.line.show(min(self.done, self.total), self.total,
+                       f"  {elapsed // 60}m {elapsed % 60:02d}s" + (f"  {now}" if now else ""))
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            with self._lock:
+                self._draw()
 
 
 def _docs(catalog: Catalog):
@@ -523,14 +600,21 @@ _UNITTEST_WITH_CTRL_C = ("import runpy, signal, sys; signal.signal(signal.SIGINT
                          "sys.argv[0] = 'python -m unittest'; runpy.run_module('unittest', run_name='__main__')")
 
 
-def _unit_tests(jobs: int) -> Item:
+def _unit_test_modules() -> list[str]:
+    return sorted(p.name for p in (ROOT / "judge" / "selftest").glob("test_*.py"))
+
+
+def _unit_tests(jobs: int, modules: list[str], running: _Running) -> Item:
     """The judge's own tests, one process per test module, `jobs` modules at a time: many of
     them build and judge headers, or wait out a time limit on purpose, and one after the other
     they were the longest step of `check`."""
     start = time.monotonic()
-    modules = sorted(p.name for p in (ROOT / "judge" / "selftest").glob("test_*.py"))
 
     def run(module: str) -> tuple[str, int, subprocess.CompletedProcess]:
+        with running.job(f"the judge's unit tests: {module}"):
+            return _run_module(module)
+
+    def _run_module(module: str) -> tuple[str, int, subprocess.CompletedProcess]:
         proc = subprocess.run([sys.executable, "-c", _UNITTEST_WITH_CTRL_C, "discover", "-s",
                                str(ROOT / "judge" / "selftest"), "-t", str(ROOT / "judge"), "-p", module],
                               capture_output=True, text=True, cwd=ROOT)

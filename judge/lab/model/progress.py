@@ -117,6 +117,13 @@ class Progress:
         """Passes now, or passed once (which survives a reset and a later edit)."""
         return self.standing(exercise)[0] == Standing.PASSED or bool(self.entry(exercise).get("passed_once"))
 
+    def passes_as_it_is(self, exercise: Exercise, file: Path | None = None) -> bool:
+        """Whether the last verdict passed, on the file as it is now when that verdict recorded
+        which file it judged."""
+        recorded = self.entry(exercise).get("hash")
+        return (self.standing(exercise)[0] == Standing.PASSED
+                and (not recorded or recorded == digest(file or exercise.exercise_file)))
+
     def is_fresh(self, exercise: Exercise, file: Path | None = None) -> bool:
         """Whether the last verdict judged every stage of the file as it is now."""
         current = digest(file or exercise.exercise_file)
@@ -141,6 +148,19 @@ class Progress:
         by_stage = entry.get("test_hints")
         return _counts(by_stage.get(str(stage)) if isinstance(by_stage, dict) else None).get(test, 0)
 
+    def hints_seen(self, exercise: Exercise) -> list[tuple[int, str, int]]:
+        """What `hint` has shown: (stage, test, how many of its hints) for each list of hints taken
+        from, the test's name in its suite or "" for the stage's own hints; stage by stage, a
+        stage's tests (in the order their hints come) before the stage's own, as `hint` gives them."""
+        seen = []
+        for stage in exercise.stages:
+            for test in (*stage.hinted_tests, ""):
+                count = min(self._taken(exercise, stage.number, test),
+                            len(stage.hints_for(test) if test else stage.stage_hints))
+                if count:
+                    seen.append((stage.number, test, count))
+        return seen
+
     def hints_taken(self, exercise: Exercise) -> dict[int, int]:
         """How many hints of each stage the learner has taken, by stage number: the stage's own and
         those of its tests together."""
@@ -157,7 +177,9 @@ class Progress:
                only_stage: int | None = None, compiles: bool = True, file_hash: str | None = None,
                failing_test: str | None = None) -> None:
         """Records a verdict on the learner's file. `only_stage`: the run judged that stage alone,
-        so it says nothing about the exercise as a whole and never counts as a pass. `failing_test`:
+        so it says nothing about the exercise as a whole and never counts as a pass; nor does it take
+        away the pass of the same file, when it passes too (a stage that fails on it, at another
+        seed, is a mistake found, and is recorded). `failing_test`:
         the first test that fails (`Suite.Test`), whose own hints `hint` gives first."""
         if not compiles:
             standing, stage = Standing.NOT_COMPILING, None
@@ -168,6 +190,9 @@ class Progress:
         when = _now()
 
         def change(entry: dict) -> None:
+            if (standing == Standing.STAGE_PASSED and entry.get("status") == str(Standing.PASSED)
+                    and file_hash and entry.get("hash") == file_hash):
+                return  # a stage passing again on the very file that passed every stage keeps that pass
             for key in _VERDICT_KEYS:
                 entry.pop(key, None)
             entry.update(status=str(standing), stage=stage, when=when)

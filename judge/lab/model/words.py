@@ -86,6 +86,16 @@ WORDS: dict[str, tuple[str, str]] = {
 
     # -- test: the report -----------------------------------------------------------------
     "judging": ("Judging {file} for exercise {id:02d}…", "正在评判练习 {id:02d} 的 {file}…"),
+    "first_build": ("The tests of exercise {id:02d} are not built yet in {tree}: this first judge builds them and "
+                    "what no edit changes (GoogleTest, the model's generators), 12 to 25 s on two idle cores and "
+                    "a minute when they are busy; the next ones compile only what your file changes.",
+                    "练习 {id:02d} 的测试还没有在 {tree} 里构建过：这次评判要先构建它们，以及不随修改而变的部分"
+                    "（GoogleTest、模型的生成器）。两个空闲核心上需要 12 到 25 秒，核心繁忙时约一分钟；"
+                    "之后的评判只编译你的改动影响到的部分。"),
+    "first_build_apart": (" A file given with --source or --solution is built in a tree of its own, apart from "
+                          "your exercise's, so that judging it never rebuilds your tests.",
+                          "--source 或 --solution 给出的文件在单独的构建树里构建，与你的练习分开，"
+                          "这样评判它不会让你的测试重新构建。"),
     "judging_for_hint": ("Judging {file} to find the first stage that fails…",
                          "正在评判 {file}，找出第一个未通过的阶段…"),
     "exercise_heading": ("Exercise {id:02d} · {title}", "练习 {id:02d} · {title}"),
@@ -96,6 +106,13 @@ WORDS: dict[str, tuple[str, str]] = {
                  "them counts: a test that passed may only have had its failure hidden",
                  "被测的头文件改动了测试框架的宏，这些测试都不算数：通过的测试可能只是失败被藏了起来"),
     "does_not_compile": ("{label}: does not compile", "{label}：编译不通过"),
+    "missing_member": ("Your header has no `{name}` in `{owner}`: the contract promises it, and the error below "
+                       "is where the tests call it. Declare it as the skeleton does, under the same name (was it "
+                       "renamed or removed?).",
+                       "你的头文件里 `{owner}` 没有 `{name}`：契约承诺了它，下面的错误就出在测试调用它的地方。"
+                       "请照骨架的声明把它加回来，名字保持不变（是不是改了名或删掉了？）。"),
+    "others_in_one_line": ("the other failing tests in a line each; -v shows all their messages",
+                           "其余失败的测试各占一行；-v 显示它们的全部消息"),
     "fix_first": ("Fix this first: nothing can be tested until the file compiles.",
                   "先修复这里：文件编译通过之前，什么都无法测试。"),
     "built_in": ("built in {seconds:.1f} s", "构建用时 {seconds:.1f} 秒"),
@@ -133,6 +150,8 @@ WORDS: dict[str, tuple[str, str]] = {
                      "{mark} 未通过：不要改动测试框架的宏。"),
     "not_compiling_yet": ("{mark} Not passed: the file does not compile yet.", "{mark} 未通过：文件还编译不过。"),
     "fix_error": (" Fix the error above, then run {again} again.", "修复上面的错误，然后再运行{again}。"),
+    "fix_error_watching": (" Fix the error above and save: watch judges it again.",
+                           "修复上面的错误并保存，watch 会重新评判。"),
     "tests_fail": ("{failing} of {total} tests fail", "{total} 个测试中 {failing} 个失败"),
     "stage_has_problems": ("the stage has problems listed above", "这个阶段有上面列出的问题"),
     "not_passed_yet": ("{mark} Not passed yet: stage {number} ({title}): {what}",
@@ -141,6 +160,10 @@ WORDS: dict[str, tuple[str, str]] = {
                        "。修复上面第一个 {mark}，然后再运行{again}。\n"),
     "stuck": ("  Stuck? `{judge} hint {id}` gives the next hint; the chapter is {chapter}.",
               "  卡住了？`{judge} hint {id}` 给出下一条提示；本章在 {chapter}。"),
+    "fix_first_fail_watching": (". Fix the first {mark} above and save: watch judges it again.\n",
+                                "。修复上面第一个 {mark} 并保存，watch 会重新评判。\n"),
+    "stuck_watching": ("  Stuck? Press h for the next hint; the chapter is {chapter}.",
+                       "  卡住了？按 h 看下一条提示；本章在 {chapter}。"),
     "part": ('{chapter}, part "## {part}"', "{chapter} 的「## {part}」部分"),
 
     # -- list and the progress line ---------------------------------------------------------
@@ -195,6 +218,10 @@ WORDS: dict[str, tuple[str, str]] = {
     "level_concept": ("concept", "思路"),
     "level_approach": ("approach", "解法"),
     "level_code": ("code", "代码"),
+    "no_hints_seen": ("You have taken no hint for exercise {id:02d} yet: `{judge} hint {id}` gives the first.",
+                      "练习 {id:02d} 的提示你还一条都没看过：`{judge} hint {id}` 会给出第一条。"),
+    "hints_seen": ("The {count} hint{s} you have taken for exercise {id:02d}, stage by stage:",
+                   "你在练习 {id:02d} 看过的 {count} 条提示，按阶段排列："),
     "still_stuck": ('Still stuck? The part "The task" of {chapter} states the contract, and '
                     "`{judge} test {id} -v` shows every message.",
                     "还是卡住？{chapter} 的「任务」部分写明了契约，"
