@@ -166,12 +166,11 @@ FAILING_NEW_TABLE bool forget(void* p, Form& form) noexcept {
 const char* new_name(const Form& form) noexcept { return form.array ? "operator new []" : "operator new"; }
 const char* delete_name(const Form& form) noexcept { return form.array ? "operator delete []" : "operator delete"; }
 
-void print_alignment(const char* which, std::size_t alignment) noexcept {
-  if (alignment == 0) {
-    std::fprintf(stderr, "  alignment of the %s type: default-aligned.\n", which);
-  } else {
-    std::fprintf(stderr, "  alignment of the %s type: %zu bytes;\n", which, alignment);
-  }
+// AddressSanitizer's words for an alignment: "64 bytes", or "default-aligned" for none.
+void print_alignment(const char* line, std::size_t alignment) noexcept {
+  char words[32] = "default-aligned";
+  if (alignment != 0) std::snprintf(words, sizeof words, "%zu bytes", alignment);
+  std::fprintf(stderr, line, words);
 }
 
 // Prints the report AddressSanitizer prints for a mismatched release (its first line, the
@@ -189,13 +188,13 @@ void print_alignment(const char* which, std::size_t alignment) noexcept {
   } else {
     std::fprintf(stderr, "==%d==ERROR: AddressSanitizer: %s on %p:\n", pid, kind, p);
     std::fprintf(stderr, "  object passed to delete has wrong type:\n");
-    if (released.sized && released.size != allocated->size) {
+    if (released.sized) {
       std::fprintf(stderr, "  size of the allocated type:   %zu bytes;\n", allocated->size);
       std::fprintf(stderr, "  size of the deallocated type: %zu bytes.\n", released.size);
     }
     if (released.alignment != allocated->alignment) {
-      print_alignment("allocated", allocated->alignment);
-      print_alignment("deallocated", released.alignment);
+      print_alignment("  alignment of the allocated type:   %s;\n", allocated->alignment);
+      print_alignment("  alignment of the deallocated type: %s.\n", released.alignment);
     }
   }
   std::fflush(stderr);
