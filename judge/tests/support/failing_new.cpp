@@ -67,8 +67,8 @@ struct Form {
 // split into shards with a lock each, so that threads allocating at once seldom wait for one
 // another. Its memory comes from calloc, never from operator new. Constant-initialized, so it
 // is ready for the first operator new of a static constructor, and never freed, so it still
-// serves an operator delete after every static destructor. Small and packed, so that a test's
-// blocks' records stay in the cache: the table costs a test's allocation about a tenth more.
+// serves an operator delete after every static destructor. Its slots are packed in two words,
+// and it starts small, so that the records of a test's blocks stay in the cache.
 struct Slot {
   std::uintptr_t p;    // 0: empty
   std::uint64_t form;  // pack(form)
