@@ -3,8 +3,9 @@
 things the judge must read (a compile error in the learner's header, a warning, a function
 defined twice at link time, AddressSanitizer, UndefinedBehaviorSanitizer and ThreadSanitizer
 reports, among them reports whose other stacks (where the memory was allocated or freed,
-where a thread was started) pass through the learner's file), one folder per compiler.
-test_golden.py parses every one.
+where a thread was started) pass through the learner's file, and a block released through the
+wrong delete, as AddressSanitizer and as the tests' replaced operator new report it), one folder
+per compiler. test_golden.py parses every one.
 
 Run it again when a compiler is added or upgraded:
     python3 judge/selftest/golden/capture.py [g++-12 clang++-14 clang++-19] [case ...]
