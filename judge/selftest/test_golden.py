@@ -11,6 +11,7 @@ from lab.core import build, sanitizers
 GOLDEN = Path(__file__).resolve().parent / "golden"
 COMPILERS = ("g++-12", "clang++-14", "clang++-19")  # the folders of golden/
 HEADER = "/alloclab/arena.hpp"
+MISMATCHES = ("asan-alloc-dealloc-mismatch", "replaced-alloc-dealloc-mismatch", "replaced-new-delete-type-mismatch")
 
 
 def fixture(compiler: str, case: str) -> str:
@@ -21,7 +22,7 @@ class Golden(unittest.TestCase):
     def test_every_fixture_is_there(self):
         for compiler in COMPILERS:
             for case in ("compile-error", "warning", "duplicate-definition", "asan", "ubsan", "tsan", "tsan-heap",
-                         "asan-use-after-free", "asan-freed-by-learner"):
+                         "asan-use-after-free", "asan-freed-by-learner", *MISMATCHES):
                 self.assertTrue((GOLDEN / compiler / f"{case}.txt").is_file(), f"{compiler}/{case}.txt")
 
     def test_a_compile_error_in_the_header(self):
@@ -105,6 +106,30 @@ class Golden(unittest.TestCase):
             self.assertEqual((finding.kind, finding.access), ("heap-use-after-free", "READ of size 4"), where)
             self.assertEqual((finding.location, finding.function), ("/alloclab/main.cpp:2", "main"), where)
             self.assertEqual(finding.memory, f"the memory was freed at {HEADER}:4 in Box::drop", where)
+
+    def test_a_new_delete_mismatch_names_both_forms_and_the_learners_lines(self):
+        """AddressSanitizer's report of a block released through the wrong delete, and the tests'
+        replaced operator new's report of it, read alike: the release's line in the learner's file,
+        what allocated the block and where, what released it, and why the pair matters."""
+        for compiler in COMPILERS:
+            for case in ("asan-alloc-dealloc-mismatch", "replaced-alloc-dealloc-mismatch"):
+                self.check_finding(compiler, case, "AddressSanitizer", "alloc-dealloc-mismatch", 5, "Chunks::drop")
+                advice = sanitizers.summarize(fixture(compiler, case), HEADER).advice
+                self.assertIn(f"allocated with operator new at {HEADER}:4 in Chunks::take and released with "
+                              "operator delete []: ", advice, f"{compiler}/{case}.txt")
+            case = "replaced-new-delete-type-mismatch"
+            self.check_finding(compiler, case, "AddressSanitizer", "new-delete-type-mismatch", 5, "Chunks::drop")
+            advice = sanitizers.summarize(fixture(compiler, case), HEADER).advice
+            self.assertIn(f"allocated with alignment 64 bytes at {HEADER}:4 in Chunks::take and released by an "
+                          "operator delete given no alignment: ", advice, f"{compiler}/{case}.txt")
+
+    def test_the_replaced_operator_new_is_never_the_place(self):
+        """Without the learner's file to look for, the place is the code that called the tests'
+        operator delete, as it is the code that called the runtime's."""
+        for compiler in COMPILERS:
+            for case in MISMATCHES:
+                finding = sanitizers.summarize(fixture(compiler, case))
+                self.assertEqual(finding.location, f"{HEADER}:5", f"{compiler}/{case}.txt")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,26 @@ CHECK = """AddressSanitizer: CHECK failed: asan_poisoning.cpp:124 "((beg.chunk))
 """
 
 
+# A sized delete told another size than the block's, as the tests' replaced operator new reports it
+# (g++ 12; clang++ 14 declares no sized delete without -fsized-deallocation).
+SIZED = """==7==ERROR: AddressSanitizer: new-delete-type-mismatch on 0x606000000020:
+  object passed to delete has wrong type:
+  size of the allocated type:   64 bytes;
+  size of the deallocated type: 8 bytes.
+    #0 0x7fac in __sanitizer_print_stack_trace ../../../../src/libsanitizer/asan/asan_stack.cpp:87
+    #1 0x55b3 in failing_new::release(void*, failing_new::Form const&) /kit/judge/tests/support/failing_new.cpp:246
+    #2 0x55b4 in operator delete(void*, unsigned long) /kit/judge/tests/support/failing_new.cpp:308
+    #3 0x55b5 in alloclab::FixedPool::~FixedPool() /home/me/exercises/02-fixed-pool/fixed_pool.hpp:51
+
+0x606000000020 is located 0 bytes inside of 64-byte region [0x606000000020,0x606000000060)
+allocated by thread T0 here:
+    #0 0x7fab in __interceptor_malloc ../../../../src/libsanitizer/asan/asan_malloc_linux.cpp:69
+    #1 0x55c1 in failing_new::allocate(unsigned long, unsigned long, bool) /kit/judge/tests/support/failing_new.cpp:215
+    #2 0x55c2 in alloclab::FixedPool::grow() /home/me/exercises/02-fixed-pool/fixed_pool.hpp:137
+
+SUMMARY: AddressSanitizer: new-delete-type-mismatch in operator delete
+"""
+
 # A race whose two sides are in different functions: the unlocked read is the mistake.
 TSAN_TWO_SIDES = """WARNING: ThreadSanitizer: data race (pid=9)
   Write of size 8 at 0x7b0400000000 by thread T2 (mutexes: write M1):
@@ -162,6 +182,15 @@ class SummarizeTest(unittest.TestCase):
         self.assertEqual((f.tool, f.kind, f.function), ("AddressSanitizer", sanitizers.CHECK_FAILED,
                                                          "alloclab::Arena::poison"))
         self.assertTrue(f.location.endswith("exercises/01-arena/arena.hpp:131"), f.location)
+
+    def test_a_sized_delete_told_another_size_names_both_sizes(self):
+        f = sanitizers.summarize(SIZED, "exercises/02-fixed-pool/fixed_pool.hpp")
+        self.assertEqual((f.kind, f.location, f.function), ("new-delete-type-mismatch",
+                         "/home/me/exercises/02-fixed-pool/fixed_pool.hpp:51", "alloclab::FixedPool::~FixedPool"))
+        self.assertIn("allocated as 64 bytes at /home/me/exercises/02-fixed-pool/fixed_pool.hpp:137 in "
+                      "alloclab::FixedPool::grow and released by a sized operator delete told 8 bytes: ", f.advice)
+        self.assertEqual(sanitizers.summarize(SIZED).location, "/home/me/exercises/02-fixed-pool/fixed_pool.hpp:51",
+                         "the tests' operator delete is never the place")
 
     def test_asan_names_kind_access_and_learner_frame(self):
         f = sanitizers.summarize(ASAN, "exercises/01-arena/arena.hpp")

@@ -59,7 +59,10 @@ UNORDERED_RACE = ("neither access is in your file: they are the test's own use o
                   "one thread to the other, and what orders them is your atomics (a release store that the "
                   "other thread's acquire load reads)")
 
-_RUNTIME_FRAMES = ("/compiler-rt/", "libsanitizer", "/usr/include/", "/gtest/", "googletest")
+# The tests' replaced operator new and delete (judge/tests/support/failing_new.cpp) stand where
+# the runtime's would: a report's place is the code that called them.
+_RUNTIME_FRAMES = ("/compiler-rt/", "libsanitizer", "/usr/include/", "/gtest/", "googletest",
+                   "/tests/support/failing_new.cpp")
 
 
 def summarize(stderr: str, focus: str | None = None) -> Finding | None:
@@ -91,6 +94,9 @@ def summarize(stderr: str, focus: str | None = None) -> Finding | None:
         # freed and allocated, and where a thread was created: never the place of the access.
         stacks = _stacks(rest)
         frame = _frame(stacks[0][1] if stacks else rest, focus)
+        if kind.strip() in _MISMATCHES:
+            return Finding(tool, kind.strip(), "", *_place(frame), _report(stderr, m.start()),
+                           advice=_mismatch(rest, stacks[1:], focus))
         return Finding(tool, kind.strip(), access.group(1) if access else "", *_place(frame),
                        _report(stderr, m.start()), memory=_memory(stacks[1:], focus, frame))
     if m := _CHECK_RE.search(stderr):
@@ -169,6 +175,49 @@ def _other_side(previous: tuple[str, str] | None, focus: str | None, first: tupl
         return ""
     location, function = _place(frame)
     return f"{m.group(1).lower()} at {location} in {function}"
+
+
+# A block released through a delete that is not its allocation's: ASan's `alloc-dealloc-mismatch
+# (operator new vs operator delete [])`, and `new-delete-type-mismatch` followed by the sizes and
+# alignments that differ. The tests' replaced operator new reports both in the same words.
+_MISMATCHES = ("alloc-dealloc-mismatch", "new-delete-type-mismatch")
+_FORMS_RE = re.compile(r"alloc-dealloc-mismatch \((malloc|operator new(?: \[\])?) vs (free|operator delete(?: \[\])?)\)")
+_TYPE_RE = re.compile(r"^\s*(size|alignment) of the allocated type:\s+([^;\n]+);\s*\n"
+                      r"\s*\1 of the deallocated type:\s+([^.\n]+)\.", re.M)
+_PAIRS = "operator new with operator delete, operator new [] with operator delete [], malloc with free"
+
+
+def _mismatch(report: str, stacks: list[tuple[str, str]], focus: str | None) -> str:
+    """What the block was allocated with, what released it, and why that matters."""
+    allocated = ""
+    for header, frames in stacks:
+        if _MEMORY_RE.search(header) and focus and (frame := _frame(frames, focus)) and focus in frame[1]:
+            location, function = _place(frame)
+            allocated = f" at {location} in {function}"
+            break
+    if m := _FORMS_RE.search(report):
+        new, delete = m.groups()
+        return (f"the block was allocated with {new}{allocated} and released with {delete}: each block goes back "
+                f"through the release that matches its allocation ({_PAIRS}), because each form may keep its "
+                "own books (a new [] of objects with destructors stores their count in front of them, and a heap "
+                "may serve each form from its own pool), so the wrong one frees the wrong address or amount")
+    differ = {what: (was, told) for what, was, told in _TYPE_RE.findall(report) if was.strip() != told.strip()}
+    if "alignment" in differ:
+        was, told = (_alignment(words) for words in differ["alignment"])
+        return (f"the block was allocated with {was}{allocated} and released by an operator delete given "
+                f"{told}: pass operator delete the same std::align_val_t as operator new, because an "
+                "over-aligned block may come from elsewhere (a larger block whose true start only the aligned "
+                "delete knows), which the other delete cannot give back")
+    if "size" in differ:
+        was, told = differ["size"]
+        return (f"the block was allocated as {was}{allocated} and released by a sized operator delete told {told}: "
+                "pass a sized delete the size that was asked of operator new, because a heap may trust it to find "
+                "the block's size class instead of looking the block up, and put it on the wrong list")
+    return f"the block{allocated} was released through a delete that does not match its allocation"
+
+
+def _alignment(words: str) -> str:
+    return "no alignment" if words.strip() == "default-aligned" else f"alignment {words.strip()}"
 
 
 def _place(frame: tuple[str, str, str] | None) -> tuple[str, str]:

@@ -3,8 +3,9 @@
 things the judge must read (a compile error in the learner's header, a warning, a function
 defined twice at link time, AddressSanitizer, UndefinedBehaviorSanitizer and ThreadSanitizer
 reports, among them reports whose other stacks (where the memory was allocated or freed,
-where a thread was started) pass through the learner's file), one folder per compiler.
-test_golden.py parses every one.
+where a thread was started) pass through the learner's file, and a block released through the
+wrong delete, as AddressSanitizer and as the tests' replaced operator new report it), one folder
+per compiler. test_golden.py parses every one.
 
 Run it again when a compiler is added or upgraded:
     python3 judge/selftest/golden/capture.py [g++-12 clang++-14 clang++-19] [case ...]
@@ -31,6 +32,21 @@ struct Box {
   int peek(int* p) { return p[1]; }     // line 5: reads
 };
 """
+
+# Chunks released through the wrong delete: each name of the first line is the form of new the
+# other line's delete does not match.
+_CHUNKS = """#pragma once
+#include <new>
+struct Chunks {
+  void* take() { return ::operator new(64%s); }  // line 4: allocates
+  void drop(void* p) { %s; }  // line 5: releases
+};
+"""
+_MISMATCH_MAIN = "#include \"arena.hpp\"\nint main() { Chunks c; c.drop(c.take()); }\n"
+# The tests' replaced operator new and delete, copied beside the program as the kit lays them out,
+# for the cases whose name starts with "replaced-".
+SUPPORT = HERE.parents[1] / "tests" / "support"
+_SUPPORT_FILES = ("failing_new.cpp", "failing_new.hpp", "alloclab_test.hpp")
 
 # Each case: the learner's header, the files that include it, how to build, whether to run.
 # The line numbers test_golden.py expects are those of the marked lines below.
@@ -97,6 +113,15 @@ int main() {
     # The test reads a block the learner's code freed: the access is the test's, the free the learner's.
     "asan-freed-by-learner": (_BOX, "#include \"arena.hpp\"\nint main() { Box b; int* p = b.make(); b.drop(p); "
                               "return p[2]; }\n", ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"], True),
+    # A new/delete mismatch, as AddressSanitizer reports it, and as the tests' replaced operator
+    # new (judge/tests/support/failing_new.cpp), which hides AddressSanitizer's own check, does.
+    "asan-alloc-dealloc-mismatch": (_CHUNKS % ("", "delete[] static_cast<char*>(p)"), _MISMATCH_MAIN,
+                                    ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"], True),
+    "replaced-alloc-dealloc-mismatch": (_CHUNKS % ("", "delete[] static_cast<char*>(p)"), _MISMATCH_MAIN,
+                                        ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"], True),
+    "replaced-new-delete-type-mismatch": (_CHUNKS % (", std::align_val_t{64}", "::operator delete(p)"),
+                                          _MISMATCH_MAIN,
+                                          ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"], True),
 }
 
 
@@ -108,6 +133,13 @@ def capture(compiler: str, case: str, tmp: Path) -> str:
     if case == "duplicate-definition":
         (tmp / "other.cpp").write_text("#include \"arena.hpp\"\n")
         sources.append(tmp / "other.cpp")
+    if case.startswith("replaced-"):
+        support = tmp / "judge" / "tests" / "support"
+        support.mkdir(parents=True)
+        for name in _SUPPORT_FILES:
+            shutil.copy(SUPPORT / name, support / name)
+        sources.append(support / "failing_new.cpp")
+        flags = [*flags, f"-I{support}"]
     linker = ["-fuse-ld=lld"] if "clang" in compiler and shutil.which("ld.lld") else []  # as CMakeLists.txt does
     argv = [compiler, "-std=c++20", "-Wall", "-Wextra", "-g", "-O0", "-fno-omit-frame-pointer", *flags, *linker,
             *map(str, sources), "-o", str(tmp / "program")]

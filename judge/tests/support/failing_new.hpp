@@ -6,8 +6,12 @@
 // exactly one translation unit of a program, and the stages are compiled two to a unit, so a
 // test binary that uses this header gets the definitions from one file of its own folder
 // that does nothing but `#include "failing_new.cpp"`. Only binaries that need it replace
-// operator new: the replacement allocates with malloc, so AddressSanitizer no longer tells a
-// `new[]` freed by `delete` from a matching pair in that binary.
+// operator new. The replacement allocates with malloc, where AddressSanitizer would see malloc
+// and free on both sides and no longer tell a `new[]` freed by `delete` from a matching pair; so
+// the replacement records each block's form (scalar or array, alignment, size) and reports a
+// release through another form in AddressSanitizer's words (alloc-dealloc-mismatch,
+// new-delete-type-mismatch). The rest (a block used after its free, freed twice, overrun) is
+// still AddressSanitizer's to see, in the malloc'd blocks.
 #pragma once
 
 #include <memory>
