@@ -215,7 +215,12 @@ class Speaking(unittest.TestCase):
 
     def test_bad_usage_speaks_chinese(self):
         self.assertIn("没有名为 'nope' 的练习", self.run_judge("--lang", "zh", "hint", "nope"))
-        self.assertIn("用法有误：unrecognized arguments: --nope", self.run_judge("list", "--nope", lang="zh_CN.UTF-8"))
+        said = self.run_judge("list", "--nope", lang="zh_CN.UTF-8")
+        self.assertIn("用法有误，无法识别的参数：--nope", said, "argparse's own words are Chinese too")
+        self.assertIn("用法：judge.py [-h]", said)
+        self.assertIn("缺少必需的参数：exercise", self.run_judge("--lang", "zh", "solution"))
+        self.assertIn("usage: judge.py check", self.run_judge("--lang", "zh", "check", "--nope"),
+                      "a maintainer's command keeps argparse's English")
         self.assertIn("judge.py: error: unrecognized arguments: --nope", self.run_judge("list", "--nope"))
 
 

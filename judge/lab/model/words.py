@@ -63,18 +63,65 @@ def plural(count: int) -> str:
     return "" if count == 1 else "s"
 
 
+def listing(items) -> str:
+    """`items` as a list in a sentence: `a, b, c` in English, `a、b、c` in Chinese."""
+    return ("、" if language() == "zh" else ", ").join(items)
+
+
+def translated(text: str) -> str:
+    """`text`, English words of the command line (argparse's own or the learner's commands'
+    help), in Chinese when the learner reads Chinese and COMMAND_LINE has them; else `text`.
+    argparse reads its words through this (cli.py installs it as argparse's gettext)."""
+    return COMMAND_LINE.get(text, text) if language() == "zh" else text
+
+
+def translated_plural(singular: str, plural_text: str, count: int) -> str:
+    return translated(singular if count == 1 else plural_text)
+
+
 # key: (English, Chinese). The Chinese follows docs/glossary.md.
 WORDS: dict[str, tuple[str, str]] = {
     # -- the command line ---------------------------------------------------------------
     "interrupted": ("interrupted", "已中断"),
     "bad_usage": ("{prog}: error: {message}",
-                  "{prog}：用法有误：{message}（`{judge} --help` 列出全部命令和选项）"),
+                  "{prog}：用法有误，{message}（`{judge} --help` 列出全部命令和选项）"),
     "no_exercise": ("no exercise is called '{name}'. The exercises are: {known}.",
                     "没有名为 '{name}' 的练习。现有的练习：{known}。"),
     "no_source": ("--source {file}: no such file", "--source {file}：没有这个文件"),
     "no_stage": ("exercise {id} has stages 1 to {count}, not {stage}",
                  "练习 {id} 的阶段是 1 到 {count}，没有 {stage}"),
     "junit_unwritable": ("--junit {file}: cannot write it: {why}", "--junit {file}：无法写入：{why}"),
+
+    # -- reset and solution -------------------------------------------------------------------
+    "not_a_checkout": ("this copy of the kit is not a git checkout, so the judge has no untouched copy of the "
+                       "skeleton. Download {file} again from the course's repository.",
+                       "这份代码不是 git 检出的，判题器手里没有原始骨架。请从课程仓库重新下载 {file}。"),
+    "no_skeleton": ("git has no committed version of {file}, so there is nothing to reset it to",
+                    "git 里没有 {file} 的已提交版本，无从恢复"),
+    "from_upstream": ("the commit your branch last shared with its upstream {upstream}",
+                      "你的分支与上游 {upstream} 最后共有的提交"),
+    "from_head": ("HEAD, your branch's last commit", "你的分支的最新提交 HEAD"),
+    "no_upstream": (" (it has no upstream)", "，该分支没有上游"),
+    "commit_of": ("{where}, {commit}", "{commit}，{where}"),
+    "already_skeleton": ("{file} is already the untouched skeleton (as in {where}); nothing to do.",
+                         "{file} 已经是原始骨架，无需恢复（骨架取自 git：{where}）。"),
+    "reset_done": ("{mark} {file} is the untouched skeleton again", "{mark} {file} 已恢复为原始骨架"),
+    "reset_from": (" (from git: {where}).", "（取自 git：{where}）。"),
+    "backup_kept": ("  Your previous file is kept as {file}", "  你原来的文件备份在 {file}"),
+    "start_again": ("  Start with stage 1: `{judge} test {id}` or `{judge} watch {id}`.",
+                    "  从阶段 1 重新开始：`{judge} test {id}` 或 `{judge} watch {id}`。"),
+    "solution_locked": ("The reference for exercise {id:02d} unlocks once your own {header} passes every stage "
+                        "(`{judge} test {id}`).\n  Stuck? `{judge} hint {id}` gives the next hint, and {chapter} "
+                        "explains the design.\n  To read it anyway: `{judge} solution {id} --force` (this is noted "
+                        "in your progress file).",
+                        "你自己的 {header} 通过全部阶段（`{judge} test {id}`）之后，才能查看练习 {id:02d} 的参考答案。"
+                        "\n  卡住了？`{judge} hint {id}` 给出下一条提示，{chapter} 讲解了设计思路。"
+                        "\n  一定要现在看：`{judge} solution {id} --force`（这会记在你的进度文件里）。"),
+    "unreadable": ("cannot read {file}: {why}", "无法读取 {file}：{why}"),
+    "solution_forced": ("Shown with --force before your file passed; noted in {file}.",
+                        "你的文件还没通过，这是用 --force 看到的；已记在 {file}。"),
+    "solution_heading": ("Reference solution of exercise {id:02d} · {title} ({file}):",
+                         "练习 {id:02d} · {title} 的参考答案（{file}）："),
 
     # -- test: the report -----------------------------------------------------------------
     "judging": ("Judging {file} for exercise {id:02d}…", "正在评判练习 {id:02d} 的 {file}…"),
@@ -231,4 +278,122 @@ WORDS: dict[str, tuple[str, str]] = {
                    "进入练习 {id:02d}：{title}（{file}；{chapter}）。"),
     "watch_judging": ("── {time} · judging {file} (exercise {id:02d}) ──", "── {time} · 评判 {file}（练习 {id:02d}）──"),
     "watch_keys": ("Keys: {keys}.", "按键：{keys}。"),
+}
+
+
+# The command line's own words, by their English: what argparse says (its gettext messages) and
+# the help of the learner's commands and their options, which cli.py writes in English. The
+# instructors' and the maintainers' commands are not here: they stay English.
+COMMAND_LINE: dict[str, str] = {
+    # argparse's own messages
+    "usage: ": "用法：",
+    "positional arguments": "位置参数",
+    "options": "选项",
+    "show this help message and exit": "显示本帮助并退出",
+    "the following arguments are required: %s": "缺少必需的参数：%s",
+    "unrecognized arguments: %s": "无法识别的参数：%s",
+    "argument %(argument_name)s: %(message)s": "参数 %(argument_name)s：%(message)s",
+    "invalid choice: %(value)r (choose from %(choices)s)": "无效的取值 %(value)r（可选：%(choices)s）",
+    "invalid %(type)s value: %(value)r": "%(value)r 不是有效的 %(type)s 值",
+    "expected one argument": "后面要跟一个值",
+    "expected at most one argument": "后面最多跟一个值",
+    "expected at least one argument": "后面至少跟一个值",
+    "expected %s argument": "后面要跟 %s 个值",
+    "expected %s arguments": "后面要跟 %s 个值",
+    "not allowed with argument %s": "不能与 %s 同时使用",
+    "one of the arguments %s is required": "%s 必须给出其中一个",
+    "ambiguous option: %(option)s could match %(matches)s": "选项 %(option)s 有歧义，可能是 %(matches)s",
+    "ignored explicit argument %r": "多余的参数 %r 被忽略",
+    "unexpected option string: %s": "意外的选项：%s",
+
+    # the judge's description and the list of commands (cli.py)
+    "AllocLab's judge: builds, tests and explains your allocators. Exit status: 0 all good, 1 the judged code "
+    "failed, 2 bad usage or a missing toolchain.":
+        "AllocLab 的判题器：编译、测试你的分配器，并讲清楚哪里不对。退出码：0 全部通过，1 被评判的代码未通过，"
+        "2 用法有误或缺少工具链。",
+    "commands": "命令",
+    "one of the commands below": "下列命令之一",
+    "the learner's commands:": "学习者的命令：",
+    "the instructor's commands:": "教师的命令（输出为英文）：",
+    "the maintainer's commands:": "维护者的命令（输出为英文）：",
+    "the language of the learner's commands: en or zh (default: the locale, the first of LC_ALL, LC_MESSAGES "
+    "and LANG that is set; zh_CN.UTF-8 or any zh... means Chinese). The tests' own messages, the compiler's and "
+    "the sanitizers' output, --json and --junit, and the instructors' and maintainers' commands stay English":
+        "学习者命令使用的语言：en 或 zh（默认看 locale：LC_ALL、LC_MESSAGES、LANG 中第一个有值的；zh_CN.UTF-8 "
+        "或任何 zh 开头的值都表示中文）。测试自身的消息、编译器和 sanitizer 的输出、--json 和 --junit，"
+        "以及教师和维护者的命令，始终是英文",
+
+    # the learner's commands
+    "every exercise in order, with your progress": "按顺序列出全部练习和你的进度",
+    "build and run an exercise's staged tests": "编译并运行一个练习的分阶段测试",
+    "the next hint for the first failing test of an exercise (its own hints, then its stage's), one more each "
+    "time": "给出练习中第一个失败测试的下一条提示（先给这个测试自己的，再给所在阶段的），每次多给一条",
+    "the chapter's self-check: a few questions, each explained once you answer":
+        "本章的自测：几道题，答完一题就讲解一题",
+    "judge an exercise each time you save it, and move on when it passes":
+        "每次保存就重新评判练习，通过后自动进入下一个",
+    "put back the untouched skeleton of an exercise (your file is kept as a backup)":
+        "把练习恢复成原始骨架（你的文件会留一份备份）",
+    "show the reference solution, once your own file has passed": "你自己的文件通过之后，查看参考答案",
+    "benchmark your allocator and the reference against real allocators":
+        "拿你的分配器和参考答案，跟真实的分配器比一比性能",
+    "run a small LLM serving engine built on your allocators: throughput, KV cache, heap allocations, a timeline, "
+    "and proof its tokens equal a plain engine's":
+        "在你的分配器之上跑一个小型 LLM 推理服务引擎：吞吐、KV Cache、堆分配次数、时间线，"
+        "并证明它生成的 token 与朴素引擎完全一致",
+
+    # their options
+    "1, 01, arena or 01-arena": "1、01、arena 或 01-arena",
+    "1, 01, arena or 01-arena (default: the first not yet passed)": "1、01、arena 或 01-arena（默认：第一个还没通过的练习）",
+    "judge the reference solution": "评判参考答案",
+    "judge FILE in place of the exercise's header": "用 FILE 代替练习的头文件来评判",
+    "clang (clang++, the default), gcc (g++), any C++ compiler on PATH such as clang++-19, or all (both)":
+        "clang（clang++，默认）、gcc（g++）、PATH 上的任意 C++ 编译器（如 clang++-19），或 all（两个都用）",
+    "clang (clang++, the default), gcc (g++), any C++ compiler on PATH such as clang++-19":
+        "clang（clang++，默认）、gcc（g++），或 PATH 上的任意 C++ 编译器（如 clang++-19）",
+    "build and run stage N only": "只编译、运行阶段 N",
+    "the seed of the model stage's random call sequences (default: a fixed one, so that every run shows the same "
+    "sequence)": "对照模型阶段随机调用序列的种子（默认是固定的，每次运行看到的序列都一样）",
+    "print one JSON object instead of the report (judge/schemas/verdict.schema.json describes it)":
+        "不打印报告，改为输出一个 JSON 对象（格式见 judge/schemas/verdict.schema.json；内容为英文）",
+    "also write the results to FILE as JUnit XML, for CI services and autograders (judge/schemas/junit.xsd "
+    "describes it)": "另外把结果以 JUnit XML 写入 FILE，供 CI 和自动评分系统使用（格式见 judge/schemas/junit.xsd）",
+    "every test's messages and raw sanitizer reports": "显示每个测试的全部消息和 sanitizer 的原始报告",
+    "show it even though your file has not passed yet; this is noted in your progress file":
+        "文件还没通过也照样显示；这会记在你的进度文件里",
+    "only benchmarks whose name matches this regular expression": "只跑名字匹配这个正则表达式的基准测试",
+    "seconds each repetition of a benchmark runs at least (default 0.04)": "每个基准测试每轮至少运行的秒数（默认 0.04）",
+    "runs of each benchmark; the median is shown with the spread (default 5)":
+        "每个基准测试运行的轮数；显示中位数及其离散度（默认 5）",
+    "the requests to serve: chat (the default: hundreds of chat requests arriving over time, sharing a few system "
+    "prompts) or tiny (a handful, in seconds)":
+        "要服务的请求：chat（默认：陆续到达的几百个聊天请求，共用几个系统提示词）或 tiny（寥寥几个，几秒跑完）",
+    "yours (the default): your header for every exercise that has passed, the reference for the others; "
+    "reference: the references only":
+        "yours（默认）：已通过的练习用你的头文件，其余用参考答案；reference：全部用参考答案",
+    "the KV block manager: prefix (the default: paged, with prefix caching), paged (caching off) or reserve (a "
+    "request's every block taken at admission, as before paging)":
+        "KV 块管理器：prefix（默认：分页，带前缀缓存）、paged（不开缓存）或 reserve（准入时就拿走请求可能用到的"
+        "全部块，分页出现之前的做法）",
+    "serve the trace with reserve, paged and prefix on the same KV budget and set them side by side":
+        "用同样的 KV 预算，分别以 reserve、paged、prefix 服务同一个 trace，并排对比",
+    "print the figures as one JSON object (with --compare, a list of one per manager)":
+        "以一个 JSON 对象输出各项数据（加 --compare 时输出列表，每个管理器一项）",
+    "where to draw timeline.svg (default build/serve)": "timeline.svg 写到哪个目录（默认 build/serve）",
+    "serve each manager N times, in turn, and show each by its median run (default: 3 with --compare, else 1)":
+        "每个管理器轮流服务 N 次，各取中位数那一次展示（默认：加 --compare 时为 3，否则为 1）",
+    "serve the three managers over KV budgets from the smallest reserve can run at to 4 times that, and draw "
+    "tokens/s against the budget (sweep.svg)":
+        "让三个管理器在一系列 KV 预算下服务：从 reserve 能跑通的最小预算到它的 4 倍，画出 tokens/s 随预算的"
+        "变化（sweep.svg）",
+    "the KV budget, in blocks (default: the smallest that reserve can serve the trace with)":
+        "KV 预算，以块计（默认：reserve 能服务完这个 trace 的最少块数）",
+    "the trace's seed (default 7): other requests, of the same shape": "trace 的种子（默认 7）：换一批形态相同的请求",
+    "serve with FILE in place of exercise 07's header (kv_cache_manager.hpp), whether it has passed or not: to see "
+    "what the engine makes of any manager":
+        "用 FILE 代替练习 07 的头文件（kv_cache_manager.hpp）来服务，不管它通过与否：看看引擎在任意管理器上"
+        "跑出什么结果",
+    "default (the model of the chapter's figures) or tiny (a toy model: the same trace in seconds, for a quick "
+    "check of tokens and leaks)":
+        "default（本章图表所用的模型）或 tiny（玩具模型：同样的 trace 几秒跑完，用来快速检查 token 和泄漏）",
 }
