@@ -219,7 +219,7 @@ class Speaking(unittest.TestCase):
         self.assertIn("用法有误，无法识别的参数：--nope", said, "argparse's own words are Chinese too")
         self.assertIn("用法：judge.py [-h]", said)
         self.assertIn("缺少必需的参数：exercise", self.run_judge("--lang", "zh", "solution"))
-        self.assertIn("usage: judge.py check", self.run_judge("--lang", "zh", "check", "--nope"),
+        self.assertIn("judge.py: error: unrecognized arguments: --nope", self.run_judge("--lang", "zh", "check", "--nope"),
                       "a maintainer's command keeps argparse's English")
         self.assertIn("judge.py: error: unrecognized arguments: --nope", self.run_judge("list", "--nope"))
 
