@@ -123,6 +123,69 @@ WORDS: dict[str, tuple[str, str]] = {
     "solution_heading": ("Reference solution of exercise {id:02d} · {title} ({file}):",
                          "练习 {id:02d} · {title} 的参考答案（{file}）："),
 
+    # -- bench ------------------------------------------------------------------------------
+    "no_benchmarks": ("exercise {id:02d} has no benchmarks", "练习 {id:02d} 没有基准测试"),
+    "bench_building": ("Building and running the benchmarks of exercise {id:02d} twice, optimised ({compiler} -O2): "
+                       "your {header} and the reference, each benchmark {repetitions} time{s}…",
+                       "以优化方式（{compiler} -O2）把练习 {id:02d} 的基准测试构建两遍并运行：一遍用你的 {header}，"
+                       "一遍用参考答案，每个基准测试跑 {repetitions} 轮…"),
+    "bench_not_passed": ("Your {header} has not passed `{judge} test {id}` yet: a wrong allocator can be fast, so "
+                         "read its figures with care.",
+                         "你的 {header} 还没通过 `{judge} test {id}`：错的分配器也可以很快，看这些数字时要当心。"),
+    "bench_yours": ("Your {header}", "你的 {header}"),
+    "bench_reference": ("The reference", "参考答案"),
+    "bench_failed": ("{whose}: {error}", "{whose}：{error}"),
+    "bench_does_not_compile": ("does not compile: {where}: {message}", "编译不通过：{where}: {message}"),
+    "bench_columns": ("allocator|yours|reference|yours ÷ reference", "分配器|你的|参考答案|你的 ÷ 参考答案"),
+    "bench_slower_mark": (" ⚠ slower", " ⚠ 更慢"),
+    "bench_row_error_yours": ("yours", "你的"),
+    "bench_row_error_reference": ("the reference", "参考答案"),
+    "bench_faster": ("{ratio:.1f}× faster", "快 {ratio:.1f}×"),
+    "bench_slower": ("{ratio:.1f}× slower", "慢 {ratio:.1f}×"),
+    "bench_both": ("{subject} {yours} than {other} with your header; {reference} with the reference",
+                   "{subject} 比 {other}：用你的头文件时{yours}，用参考答案时{reference}"),
+    "bench_one_yours": ("{subject} {ratio} than {other} with your header", "{subject} 比 {other} {ratio}（用你的头文件）"),
+    "bench_one_reference": ("{subject} {ratio} than {other} with the reference",
+                            "{subject} 比 {other} {ratio}（用参考答案）"),
+    "bench_footnote": ("Times are per benchmark iteration{how}. Your code runs only on the rows of {subject}* (in "
+                       "colour): only they compare yours ÷ reference, the same row built against your header and "
+                       "against the reference. Under another allocator's row, a line compares the exercise's "
+                       "allocator with it, in the same build.",
+                       "时间是基准测试每次迭代的耗时{how}。只有 {subject}* 这几行（彩色）运行你的代码，也只有它们给出"
+                       "“你的 ÷ 参考答案”：同一行分别用你的头文件和参考答案构建。其他分配器那一行下面的一行，"
+                       "是在同一次构建里拿本练习的分配器和它比。"),
+    "bench_repeated": (", each the median of {repetitions} repetitions run in random order, with ± the median "
+                       "distance of a repetition from it, as a share of it",
+                       "，各取 {repetitions} 轮（随机交错运行）的中位数；± 是各轮与中位数之差的中位数，占中位数的比例"),
+    "bench_once": (", from one run each (--repetitions 5 or more shows how much they move)",
+                   "，每项只跑了一轮（加 --repetitions 5 或更多可以看出它们的波动）"),
+    "bench_spreads": (" In this run the repetitions of a row moved by ±{median:.0%} in the median row and by up to "
+                      "±{most:.0%}: a difference smaller than the spreads of its two figures together is noise. From "
+                      "one run to the next the figures move further, with whatever else the machine runs: run it "
+                      "again before you trust a difference.",
+                      "这次运行中，同一行各轮的波动在中位的那一行是 ±{median:.0%}，最大 ±{most:.0%}：两个数之差如果"
+                      "小于两者波动之和，就只是噪声。两次运行之间的数字波动更大，取决于机器上同时还在跑什么："
+                      "相信一个差别之前，先再跑一遍。"),
+    "bench_too_slow": ("\n⚠ Yours is more than {times:g}× slower than the reference on {rows}.",
+                       "\n⚠ 在 {rows} 上，你的实现比参考答案慢 {times:g}× 以上。"),
+    "memory_maps": ("\nMemory maps at the peak of reservation ({title}):", "\n预留量峰值时的内存分布图（{title}）："),
+    "slow_causes": ("What usually makes an allocator slower than the reference: a throw path built inline (a "
+                    "message string made in the hot function: move it to a [[gnu::cold, gnu::noinline]] helper); "
+                    "a lock or an atomic on the hot path; a container lookup (a map, a search) per call; memory "
+                    "touched or cleared that the reference leaves alone. A row that is not your allocator moved "
+                    "with the machine's load: run it again.",
+                    "分配器比参考答案慢，常见的原因有：抛异常的路径写在了热路径里（在热函数里拼消息字符串：把它挪进一个 "
+                    "[[gnu::cold, gnu::noinline]] 的辅助函数）；热路径上有锁或原子操作；每次调用都查一次容器"
+                    "（map、查找）；碰了或清零了参考答案不碰的内存。不是你的分配器的那几行变了，是因为机器负载在变："
+                    "再跑一遍。"),
+    "slow_causes_6": ("In the ring: a `%` in every allocate (the head's offset computed as `head % capacity`, a "
+                      "64-bit division; the capacity is a multiple of 4096, not always a power of two, so no mask "
+                      "replaces it: the reference keeps the offset beside the head and moves it on with each "
+                      "block), or the consumer's tail loaded on every call where the last tail seen would do.",
+                      "在环里：每次 allocate 都做一次 `%`（用 `head % capacity` 算 head 的偏移，这是一次 64 位除法；"
+                      "容量是 4096 的倍数，不一定是 2 的幂，没法用掩码代替：参考答案把偏移量存在 head 旁边，"
+                      "每分配一块就往前推），或者每次调用都去读消费者的 tail，其实用上次看到的 tail 就够了。"),
+
     # -- test: the report -----------------------------------------------------------------
     "judging": ("Judging {file} for exercise {id:02d}…", "正在评判练习 {id:02d} 的 {file}…"),
     "judging_for_hint": ("Judging {file} to find the first stage that fails…",
