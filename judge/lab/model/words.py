@@ -186,6 +186,101 @@ WORDS: dict[str, tuple[str, str]] = {
                       "容量是 4096 的倍数，不一定是 2 的幂，没法用掩码代替：参考答案把偏移量存在 head 旁边，"
                       "每分配一块就往前推），或者每次调用都去读消费者的 tail，其实用上次看到的 tail 就够了。"),
 
+    # -- serve ------------------------------------------------------------------------------
+    "serve_asked_for": ("asked for", "按要求"),
+    "serve_changed": ("changed since it passed: `{judge} test {id}` again to use it",
+                      "通过之后又改过：再跑一次 `{judge} test {id}` 才会用它"),
+    "serve_not_passed": ("not passed yet", "还没通过"),
+    "serve_not_passed_at": ("not passed yet (stage {stage})", "还没通过，停在阶段 {stage}"),
+    "serve_given": ("{file} as {id:02d}'s {header}", "{file} 作为 {id:02d} 的 {header}"),
+    "serve_yours": ("your headers: {headers}", "你的头文件：{headers}"),
+    "serve_all_references": ("the reference for every exercise (--with reference)", "全部练习都用参考答案（--with reference）"),
+    "serve_references": ("the reference for {which}", "这些练习用参考答案：{which}"),
+    "serve_reason": ("{ids} ({why})", "{ids}（{why}）"),
+    "serve_and": ("; and ", "；"),
+    "serve_semicolon": ("; ", "；"),
+    "serve_building": ("Building the serving engine optimised ({compiler} -O2) with {what}…",
+                       "以优化方式（{compiler} -O2）构建推理服务引擎，{what}…"),
+    "serve_built_with": ("Built with {what}.", "构建所用：{what}。"),
+    "serve_timeline": ("\nTimeline: {files} (open it in a browser)", "\n时间线：{files}（用浏览器打开）"),
+    "serve_timelines": ("\nTimelines: {files} (open them in a browser)", "\n时间线：{files}（用浏览器打开）"),
+    "serve_sweep_drawn": ("\nThe sweep: {file} (open it in a browser)", "\n扫描图：{file}（用浏览器打开）"),
+    "serve_finished": (" requests finished", " 个请求已完成"),
+    "serve_tokens_per_second": ("  {manager}: {rate:,.1f} tokens/s", "  {manager}：{rate:,.1f} tokens/s"),
+    "serve_on_budget": ("  {manager} on {budget} blocks: {rate:,.1f} tokens/s",
+                        "  {manager}，{budget} 块：{rate:,.1f} tokens/s"),
+    "serve_reference_manager": ("{manager}, the reference manager", "{manager}，参考答案的管理器"),
+    "serve_reference_heap": ("  {manager}: the reference manager makes {count} heap allocations per step",
+                             "  {manager}：参考答案的管理器每步堆分配 {count} 次"),
+    "serve_yes": ("yes", "是"),
+    "serve_no": ("NO", "否"),
+    "serve_not_compared": ("not compared (--no-plain)", "未比较（--no-plain）"),
+    "serve_none": ("none", "没有"),
+    "serve_leak_yes": ("YES", "有"),
+    "serve_finished_of": (" ({finished} finished)", "（完成 {finished} 个）"),
+    "serve_explained": ("KV utilization: tokens stored ÷ the token slots of the blocks handed out, averaged over the "
+                        "steps. Heap allocations/step: calls of operator new in a steady-state step (from the end of "
+                        "one step to the end of the next, arrivals included), by whom: the engine itself (scheduler, "
+                        "inputs, runner, metrics), the KV cache manager's calls (beside them the reference manager's, "
+                        "in the same engine on the same trace and budget), and the other allocators growing (the "
+                        "sequence pool, the caching allocator); against the plain engine's std::vector for "
+                        "everything. TTFT: time to first token, from a request's arrival to the end of the step that "
+                        "sampled its first token; TPOT: time per output token after the first, per sample; median and "
+                        "99th percentile. Prefill / decode time: the steps that computed a prompt, and the steps that "
+                        "only decoded. Decode GB/s and GFLOP/s: what the decode-only steps read and computed (from the "
+                        "model's shapes: every layer's weights and the LM head once a step, each row's context of K "
+                        "and V) per second, and in brackets the share of this machine's peak, measured before the "
+                        "run: a streaming read of memory, and the engine's matmul with its weights in cache.",
+                        "KV 利用率：存下的 token 数 ÷ 已分出的块中 token 槽位的总数，对所有步取平均。每步堆分配："
+                        "稳态下一步之内（从上一步结束到这一步结束，新到的请求也算在内）调用 operator new 的次数，"
+                        "按调用方分开：引擎自身（调度器、输入、执行器、统计），KV Cache 管理器（旁边是参考答案的管理器"
+                        "在同一引擎、同一 trace、同一预算下的次数），以及其他分配器的扩容（序列池、缓存分配器）；"
+                        "对照的是处处用 std::vector 的朴素引擎。TTFT：首 token 延迟，从请求到达到采样出它第一个 "
+                        "token 的那一步结束；TPOT：首个之后每个输出 token 的耗时，按每次采样计；两者都给出中位数和 "
+                        "p99。prefill / decode 时间：计算 prompt 的那些步，和只做 decode 的那些步。decode 的 GB/s 与 "
+                        "GFLOP/s：只做 decode 的步每秒读取和计算的量（按模型的形状推算：每步读一遍各层权重和 LM "
+                        "head，每一行读它上下文的 K 和 V），括号里是占本机峰值的比例；峰值在运行前测得：一次流式的"
+                        "内存读取，以及权重在缓存中时引擎自己的 matmul。"),
+    "serve_mismatch": ("Some request's tokens differ from the plain engine's. Both run the same model with the same "
+                       "weights and the same seeded sampler, and every kernel computes a row alone, so scheduling "
+                       "cannot change a token: a different token means a request read KV it did not write. A block "
+                       "given to two requests at once, a slot or block table pointing into the wrong block, a shared "
+                       "block written without its copy, a block given back while still in use, or a cached block "
+                       "found for a prefix that differs: memory that leaked from one request into another.",
+                       "有请求生成的 token 与朴素引擎的不同。两者跑的是同一个模型、同样的权重、同样种子的采样器，"
+                       "而每个 kernel 都只单独计算一行，所以调度改变不了任何一个 token：token 不同，说明某个请求读到了"
+                       "不是它自己写入的 KV。可能是一个块同时给了两个请求，slot 或块表指向了错误的块，共享的块没有先"
+                       "复制就被写入，还在用的块被归还，或者为不同的前缀找到了缓存块：总之是一个请求的内存漏进了另一个"
+                       "请求。"),
+    "serve_yours_in_engine": ("Your headers are in the engine: serve `--with reference` to see the reference match, "
+                              "then judge yours again (`{judge} test N`); the KV cache manager (07) and the block "
+                              "pool (03) hand out the KV blocks.",
+                              "引擎里用的是你的头文件：先用 `--with reference` 服务，看参考答案是否一致，再重新评判你的"
+                              "头文件（`{judge} test N`）；分发 KV 块的是 KV Cache 管理器（07）和块池（03）。"),
+    "serve_kit_wrong": ("This is the references' run: the kit itself is wrong; please report it.",
+                        "这是全部用参考答案的运行：是课程套件本身有错，请报告这个问题。"),
+    "serve_unfinished": ("{mark} {managers}: the engine stopped with requests unfinished.",
+                         "{mark} {managers}：引擎停下时还有请求没有完成。"),
+    "serve_leaked": ("{mark} {manager}: once every request was done, {leak}.",
+                     "{mark} {manager}：所有请求都完成之后，{leak}。"),
+    "serve_compare_heading": ("The {trace} trace on {kv} KV blocks of {tokens} tokens, the {model} model, three block "
+                              "managers", "{trace} trace，{kv} 个 KV 块，每块 {tokens} 个 token，{model} 模型，"
+                              "三种块管理器"),
+    "serve_target": (" target {target}", " 目标 {target}"),
+    "serve_median_of": ("  (median of {runs} runs; {low:.2f}–{high:.2f} run by run)",
+                        "  （{runs} 次运行的中位数；各次在 {low:.2f}–{high:.2f} 之间）"),
+    "serve_managers_explained": ("reserve takes the KV blocks of a request's prompt and of its every possible new "
+                                 "token at admission, as engines did before paging; paged takes a block when the last "
+                                 "one fills; prefix also finds the blocks of a prompt's beginning already computed "
+                                 "for another request. Tokens/s move with the machine's load: the managers are served "
+                                 "in turn, once each and then again, and each is shown by its median run. ",
+                                 "reserve 在准入时就拿走请求 prompt 和它今后每一个可能的新 token 所需的 KV 块，"
+                                 "这是分页出现之前引擎的做法；paged 在最后一个块写满时才再拿一块；prefix 还会找出 prompt "
+                                 "开头已经为别的请求算过的那些块。tokens/s 随机器负载波动：各管理器轮流服务，每个跑一遍"
+                                 "再轮一遍，各取中位数那一次展示。"),
+    "serve_sweep_heading": ("The {trace} trace, the {model} model: tokens/s (mean batch) at each KV budget",
+                            "{trace} trace，{model} 模型：各 KV 预算下的 tokens/s（平均 batch）"),
+
     # -- test: the report -----------------------------------------------------------------
     "judging": ("Judging {file} for exercise {id:02d}…", "正在评判练习 {id:02d} 的 {file}…"),
     "judging_for_hint": ("Judging {file} to find the first stage that fails…",
@@ -460,3 +555,43 @@ COMMAND_LINE: dict[str, str] = {
     "check of tokens and leaks)":
         "default（本章图表所用的模型）或 tiny（玩具模型：同样的 trace 几秒跑完，用来快速检查 token 和泄漏）",
 }
+
+
+# The rows of `serve`'s table, by their English label (learner/serve.py's ROWS).
+SERVE_ROWS: dict[str, str] = {
+    "requests": "请求数",
+    "generated tokens": "生成的 token 数",
+    "tokens/s": "tokens/s",
+    "mean batch": "平均 batch",
+    "peak running": "运行中请求峰值",
+    "preemptions": "抢占次数",
+    "prefix hit rate": "前缀命中率",
+    "KV utilization": "KV 利用率",
+    "copies": "复制次数",
+    "device mallocs": "设备 malloc 次数",
+    "heap allocations/step": "每步堆分配",
+    "  the engine's own": "  引擎自身",
+    "  the KV cache manager's": "  KV Cache 管理器",
+    "    the reference's": "    参考答案的",
+    "  the other allocators'": "  其他分配器",
+    "  the plain engine's": "  朴素引擎",
+    "TTFT, steps (med/p99)": "TTFT，步（中位/p99）",
+    "TTFT, ms (med/p99)": "TTFT，ms（中位/p99）",
+    "TPOT, steps (med/p99)": "TPOT，步（中位/p99）",
+    "TPOT, ms (med/p99)": "TPOT，ms（中位/p99）",
+    "prefill / decode time": "prefill / decode 时间",
+    "decode: GB/s (of peak)": "decode：GB/s（占峰值）",
+    "decode: GFLOP/s (of peak)": "decode：GFLOP/s（占峰值）",
+    "tokens = plain engine's": "token 与朴素引擎一致",
+    "blocks held at the end": "结束时仍占用的块",
+    "paged ÷ reserve, tokens/s": "paged ÷ reserve，tokens/s",
+    "prefix ÷ paged, tokens/s": "prefix ÷ paged，tokens/s",
+    "paged KV utilization": "paged 的 KV 利用率",
+    "{manager}: heap allocations per step ÷ the plain engine's": "{manager}：每步堆分配 ÷ 朴素引擎的",
+}
+
+
+def row_label(english: str, **fields) -> str:
+    """A label of `serve`'s table in the learner's language."""
+    return (SERVE_ROWS.get(english, english) if language() == "zh" else english).format(**fields)
+
