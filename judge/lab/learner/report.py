@@ -6,7 +6,7 @@ import re
 from .. import ui
 from ..model.catalog import Exercise, shown, translated
 from ..model.results import ConfigResult, StageResult, StageStatus, TestStatus, Verdict
-from ..model.words import WORDS, plural, say
+from ..model.words import WORDS, listing, plural, say
 
 _STATUS_WORD = {TestStatus.CRASHED: "crashed", TestStatus.TIMEOUT: "hung", TestStatus.NOT_RUN: "did_not_run",
                 TestStatus.SKIPPED: "skipped"}
@@ -161,4 +161,4 @@ def _stages(numbers: list[int]) -> str:
         else:
             runs.append([n])
     spans = [f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs]
-    return say("stage_one" if len(numbers) == 1 else "stage_many", spans=", ".join(spans))
+    return say("stage_one" if len(numbers) == 1 else "stage_many", spans=listing(spans))

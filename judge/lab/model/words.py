@@ -338,7 +338,7 @@ WORDS: dict[str, tuple[str, str]] = {
                        "。修复上面第一个 {mark}，然后再运行{again}。\n"),
     "stuck": ("  Stuck? `{judge} hint {id}` gives the next hint; the chapter is {chapter}.",
               "  卡住了？`{judge} hint {id}` 给出下一条提示；本章在 {chapter}。"),
-    "part": ('{chapter}, part "## {part}"', "{chapter} 的「## {part}」部分"),
+    "part": ('{chapter}, part "## {part}"', "{chapter} 的「{part}」一节"),
 
     # -- list and the progress line ---------------------------------------------------------
     "passed": ("{mark} passed", "{mark} 已通过"),
