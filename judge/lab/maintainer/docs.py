@@ -117,6 +117,7 @@ def build_docs(catalog: Catalog, maintainer: bool = False, out: Path | None = No
         if result.returncode != 0 or warnings:
             return False, warnings or result.stdout.text()[-2000:] or f"doxygen exited with {result.returncode}"
         _figures_as_images(out / "html" / side.folder)
+        _sidebar_at_load(out / "html" / side.folder)
     for side, other in (both, both[::-1]):
         add_switches(out / "html", side, other)
     leaked = sorted(s for s in documented_sources(out / "html") if s.startswith("solutions/"))
@@ -202,6 +203,43 @@ def _figures_as_images(site: Path) -> None:
         shown = _SVG_OBJECT.sub(image, text)
         if shown != text:
             page.write_text(shown, encoding="utf-8")
+
+
+_TREE_DATA = re.compile(r"^var (\w+) =\s*[\[{]", re.M)
+_TREE_SCRIPT = '<script type="text/javascript" src="navtree.js"></script>'
+# Doxygen's side bar fetches its data (navtreeindexN.js, and a script per folded part of the tree)
+# by adding <script> elements once the page has loaded, and draws the tree when they arrive: a
+# page is shown, and a screenshot taken, with the side bar still empty. The page loads that data
+# with itself instead, and the side bar's fetch finds it there and goes on at once.
+_TREE_AT_LOAD = """<script type="text/javascript">
+navTreeSubIndices = [{indices}];
+(function () {{
+  var fetch = getScript;
+  getScript = function (name, then, show) {{
+    var data = name.substring(name.lastIndexOf('/') + 1).replace(/\\-/g, '_');
+    if (typeof window[data] !== 'undefined') then(); else fetch(name, then, show);
+  }};
+}})();
+</script>"""
+
+
+def _sidebar_at_load(site: Path) -> None:
+    """Every page of a side loads its side bar's data with itself, so that the tree is drawn as
+    the page loads (see _TREE_AT_LOAD)."""
+    data = []
+    for script in sorted(site.glob("*.js")):
+        found = _TREE_DATA.search(script.read_text(encoding="utf-8", errors="replace"))
+        if found and found.group(1) in (script.stem.replace("-", "_"), script.stem.upper()):
+            data.append(script.name)
+    indices = sorted((n for n in data if re.fullmatch(r"navtreeindex\d+\.js", n)), key=lambda n: int(n[12:-3]))
+    if not data:
+        return
+    loads = "".join(f'\n<script type="text/javascript" src="{name}"></script>' for name in data)
+    at_load = _TREE_AT_LOAD.format(indices=", ".join(n[:-3].upper() for n in indices))
+    for page in site.glob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if _TREE_SCRIPT in text:
+            page.write_text(text.replace(_TREE_SCRIPT, _TREE_SCRIPT + loads + "\n" + at_load, 1), encoding="utf-8")
 
 
 def _declared_width(svg: Path) -> str:
