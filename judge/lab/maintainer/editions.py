@@ -44,10 +44,11 @@ class Edition:
 
 
 def editions(catalog: Catalog) -> list[Edition]:
-    """Every English page that has a Chinese edition to keep: the README and the chapters."""
+    """Every English page that has a Chinese edition to keep: the README, the chapters and the
+    instructors' guide."""
     pages = [Edition(ROOT / "README.md", README_ZH)]
     pages += [Edition(ex.chapter, ZH / ex.chapter.name) for ex in catalog.exercises]
-    return pages
+    return pages + [Edition(ROOT / "docs" / "instructors.md", ROOT / "docs" / "zh" / "instructors.md")]
 
 
 def digest(path: Path) -> str:
@@ -94,7 +95,8 @@ def chinese_words() -> dict[str, str]:
     from ..learner import memory_map, serve
     from ..model import words
     texts = {shown(path): path.read_text(encoding="utf-8")
-             for path in [README_ZH, GLOSSARY, *sorted(ZH.glob("*.md")), *sorted(ZH.glob("*.quiz.toml")), ZH_CATALOG]
+             for path in [README_ZH, GLOSSARY, *sorted(ZH.glob("*.md")), *sorted(ZH.glob("*.quiz.toml")), ZH_CATALOG,
+                          ROOT / "docs" / "zh" / "instructors.md"]
              if path.is_file()}
     tables = {"words.WORDS": {k: zh for k, (_, zh) in words.WORDS.items()}, "words.COMMAND_LINE": words.COMMAND_LINE,
               "words.SERVE_ROWS": words.SERVE_ROWS, "serve.TIMELINE_WORDS": serve.TIMELINE_WORDS["zh"],
