@@ -294,7 +294,7 @@ WORDS: dict[str, tuple[str, str]] = {
                  "被测的头文件改动了测试框架的宏，这些测试都不算数：通过的测试可能只是失败被藏了起来"),
     "does_not_compile": ("{label}: does not compile", "{label}：编译不通过"),
     "fix_first": ("Fix this first: nothing can be tested until the file compiles.",
-                  "先修复这里：文件编译通过之前，什么都无法测试。"),
+                  "先改这里：文件编译通过之前，什么也测不了。"),
     "built_in": ("built in {seconds:.1f} s", "构建用时 {seconds:.1f} 秒"),
     "warnings": ("! {count} warning(s) in your file, the first: {where}: {message}",
                  "! 你的文件有 {count} 条警告，第一条：{where}: {message}"),
@@ -304,7 +304,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "tests_later": ("its tests are listed once the stages before it pass (-v lists them now)",
                     "前面的阶段通过后才列出它的测试（-v 现在就列出）"),
     "crashed": ("crashed", "崩溃"),
-    "hung": ("hung", "卡住"),
+    "hung": ("hung", "卡死"),
     "did_not_run": ("did not run", "未运行"),
     "skipped": ("skipped", "跳过"),
     "failed": ("failed", "失败"),
@@ -333,7 +333,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "tests_fail": ("{failing} of {total} tests fail", "{total} 个测试中 {failing} 个失败"),
     "stage_has_problems": ("the stage has problems listed above", "这个阶段有上面列出的问题"),
     "not_passed_yet": ("{mark} Not passed yet: stage {number} ({title}): {what}",
-                       "{mark} 尚未通过：阶段 {number}（{title}）：{what}"),
+                       "{mark} 尚未通过阶段 {number}（{title}）：{what}"),
     "fix_first_fail": (". Fix the first {mark} above and run {again} again.\n",
                        "。修复上面第一个 {mark}，然后再运行{again}。\n"),
     "stuck": ("  Stuck? `{judge} hint {id}` gives the next hint; the chapter is {chapter}.",
@@ -368,8 +368,8 @@ WORDS: dict[str, tuple[str, str]] = {
                         "现在读 {where}：测试能抓住哪些错误，参考答案做了哪些取舍。"),
     "hint_not_compiling": ("{mark} Your {header} does not compile, and no hint is about the compiler: fix the "
                            "first error that `{judge} test {id}` shows, then ask again.",
-                           "{mark} 你的 {header} 编译不通过，而提示不讲编译器：先修复 "
-                           "`{judge} test {id}` 显示的第一个错误，再来问。"),
+                           "{mark} 你的 {header} 编译不通过，而提示帮不了编译错误：先改掉 "
+                           "`{judge} test {id}` 报告的第一个错误，再来要提示。"),
     "lead_stage": ("Stage {number} ({title})", "阶段 {number}（{title}）"),
     "lead_fails": (" is the first stage that fails", "是第一个未通过的阶段"),
     "lead_test": ("; its first failing test is {test}.", "；它第一个失败的测试是 {test}。"),
@@ -379,7 +379,7 @@ WORDS: dict[str, tuple[str, str]] = {
                  "阶段 {number}（{title}）没有提示；{chapter} 讲解了它。"),
     "last_test_hint_then_stage": ("That was the last hint for {test}; asked again, `hint` gives the hints for "
                                   "the whole stage.",
-                                  "这是 {test} 的最后一条提示；再问，`hint` 会给出整个阶段的提示。"),
+                                  "这是 {test} 的最后一条提示；再要提示，`hint` 就会给出整个阶段的提示。"),
     "last_test_hint": ("That was the last hint for {test}.", "这是 {test} 的最后一条提示。"),
     "also_stage": (" and all {count} for stage {number}", "（以及阶段 {number} 的全部 {count} 条）"),
     "now_stage_hints": ("You have seen all {count} hints for {test}; now the hints for the whole stage.",
@@ -394,8 +394,8 @@ WORDS: dict[str, tuple[str, str]] = {
     "level_code": ("code", "代码"),
     "still_stuck": ('Still stuck? The part "The task" of {chapter} states the contract, and '
                     "`{judge} test {id} -v` shows every message.",
-                    "还是卡住？{chapter} 的「任务」部分写明了契约，"
-                    "`{judge} test {id} -v` 显示每一条消息。"),
+                    "还是卡着？{chapter} 的「任务」一节写明了契约，"
+                    "`{judge} test {id} -v` 会显示全部消息。"),
 
     # -- quiz ----------------------------------------------------------------------------------
     "no_quiz": ("chapter {id} has no quiz yet: {quiz} does not exist. The chapter itself is {chapter}.",
