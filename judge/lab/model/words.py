@@ -1,7 +1,8 @@
 """The judge's own words, in English and in Chinese, and the one place that decides which a
-learner reads. The learner's commands (`test`'s report, `hint`, `quiz`, `list`, `watch`) and the
-errors of bad usage say everything through `say`; what stays English in both languages is not
-here: the messages of the C++ tests, the compiler's and the sanitizers' output, the
+learner reads. The learner's commands (`test`'s report, `hint`, `quiz`, `list`, `watch`, `reset`,
+`solution`, `bench`, `serve`) and the errors of bad usage say everything through `say`; the command
+line's help and argparse's own messages go through `translated` (COMMAND_LINE), `serve`'s table
+through `row_label` (SERVE_ROWS). What stays English in both languages is not here: the messages of the C++ tests, the compiler's and the sanitizers' output, the
 instructors' and the maintainers' commands, and every machine-readable output.
 
 The language is `--lang` when the command line gives it (cli.py calls `choose`), else the
