@@ -592,7 +592,11 @@ SERVE_ROWS: dict[str, str] = {
 }
 
 
-def row_label(english: str, **fields) -> str:
-    """A label of `serve`'s table in the learner's language."""
-    return (SERVE_ROWS.get(english, english) if language() == "zh" else english).format(**fields)
+def row_label(english: str) -> str:
+    """A label of `serve`'s table in the learner's language; `paged: ...` is found as `{manager}: ...`."""
+    if language() != "zh" or english in SERVE_ROWS:
+        return SERVE_ROWS.get(english, english) if language() == "zh" else english
+    manager, colon, rest = english.partition(": ")
+    chinese = SERVE_ROWS.get("{manager}: " + rest)
+    return chinese.format(manager=manager) if colon and chinese else english
 
