@@ -137,7 +137,7 @@ def stand_in(where: Path, exercise: Exercise, file: Path) -> Path:
 def with_source(catalog: Catalog, chosen: list[Source], file: Path) -> list[Source]:
     """`chosen`, with `file` in place of the serving exercise's header (--source)."""
     if not file.is_file():
-        raise UsageError(f"--source {file}: no such file")
+        raise UsageError(say("no_source", file=file))
     return [Source(s.exercise, True, "", file) if s.exercise.header == MANAGER_HEADER else s for s in chosen]
 
 
@@ -204,8 +204,7 @@ def tree(with_: str) -> Path:
 
 def require_sources() -> None:
     if not SOURCE.is_file():
-        raise UsageError(f"the serving engine's sources ({shown(SOURCE)}) are not in this tree: update your copy "
-                         "of the kit (`git pull`)")
+        raise UsageError(say("serve_no_sources", file=shown(SOURCE)))
 
 
 def build_engine(catalog: Catalog, name: str, chosen: list[Source], compiler: str = COMPILER,
@@ -236,23 +235,21 @@ def compile_problem(built: build.BuildResult, chosen: list[Source]) -> tuple[str
         if source:
             ex = source.exercise
             if source.file is not None:
-                return "\n".join([f"{shown(source.file)} does not compile in the engine as exercise {ex.id:02d}'s "
-                                  f"{ex.header}:", f"  {d.where()}: error: {d.message}",
+                return "\n".join([say("serve_source_does_not_compile", file=shown(source.file), id=ex.id,
+                                      header=ex.header), f"  {d.where()}: error: {d.message}",
                                   *("  " + c for c in d.context)]), True
-            lines = [f"Your {ex.header} (exercise {ex.id:02d}) does not compile in the engine:",
+            lines = [say("serve_yours_does_not_compile", header=ex.header, id=ex.id),
                      f"  {d.where()}: error: {d.message}", *("  " + c for c in d.context),
-                     f"  It passed its tests, so the engine uses it in a way they do not: fix it and run "
-                     f"`judge.py test {ex.id}`, or serve with `--with reference`."]
+                     say("serve_passed_but", id=ex.id)]
             return "\n".join(lines), True
     if errors:
         d = errors[0]
-        lines = ["The serving engine does not compile" + (" with your headers" if mine else "") + ":",
+        lines = [say("serve_engine_does_not_compile_yours" if mine else "serve_engine_does_not_compile"),
                  f"  {d.where()}: error: {d.message}", *("  " + c for c in d.context)]
         if mine:
-            lines.append("  The error is in the engine's code, reached through one of your headers: a name or "
-                         "signature of the contract may differ. `--with reference` shows whether the engine builds.")
+            lines.append(say("serve_engine_error_hint"))
         return "\n".join(lines), bool(mine)
-    return "The serving engine could not be built: " + (built.problem or "the build failed"), False
+    return say("serve_not_built", why=built.problem or say("serve_build_failed")), False
 
 
 def _resolved(file: str) -> Path | None:
@@ -812,7 +809,7 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
         (out_dir / "zh").mkdir(exist_ok=True)   # its Chinese twin, for the Chinese chapter
         (out_dir / "zh" / "sweep.svg").write_text(sweep_svg(points, lang="zh"), encoding="utf-8")
     except OSError as err:
-        raise UsageError(f"cannot write {shown(picture)}: {err.strerror or err}") from None
+        raise UsageError(say("serve_unwritable", file=shown(picture), why=err.strerror or err)) from None
     if args.json:
         print(json.dumps([dict(p, **{"with": whose(chosen)}) for p in points]))
     else:
@@ -930,13 +927,12 @@ def median_run(runs: list[dict]) -> dict:
 
 def serve_command(args, catalog: Catalog) -> bool:
     if args.compare and args.manager:
-        raise UsageError("--compare serves the trace with all three managers: leave out --manager")
+        raise UsageError(say("serve_compare_and_manager"))
     if args.sweep and (args.compare or args.manager or args.kv_blocks):
-        raise UsageError("--sweep serves the three managers over its own KV budgets: leave out --compare, "
-                         "--manager and --kv-blocks")
+        raise UsageError(say("serve_sweep_and_others"))
     repeat = args.repeat if args.repeat is not None else (3 if args.compare else 1)
     if repeat < 1:
-        raise UsageError(f"--repeat {repeat}: serve at least once")
+        raise UsageError(say("serve_repeat", repeat=repeat))
     require_sources()
     build.compilers_for(COMPILER)
     talk = sys.stderr if args.json else sys.stdout     # --json keeps standard output for the JSON
@@ -970,7 +966,7 @@ def serve_command(args, catalog: Catalog) -> bool:
             # The Chinese twin beside it (zh/), for the Chinese chapter.
             draw(result, picture, title["en"], {"zh": (title["zh"], out_dir / "zh" / picture.name)})
         except OSError as err:
-            raise UsageError(f"cannot write the timeline {shown(picture)}: {err.strerror or err}") from None
+            raise UsageError(say("serve_timeline_unwritable", file=shown(picture), why=err.strerror or err)) from None
         # The learner is shown the timeline drawn in their language.
         pictures.append(out_dir / "zh" / picture.name if language() == "zh" else picture)
     if args.json:
@@ -1013,4 +1009,4 @@ def writable(folder: Path) -> None:
         probe.write_text("", encoding="utf-8")
         probe.unlink()
     except OSError as err:
-        raise UsageError(f"--out {shown(folder)}: cannot write there ({err.strerror or err})") from None
+        raise UsageError(say("serve_out_unwritable", folder=shown(folder), why=err.strerror or err)) from None

@@ -279,6 +279,36 @@ WORDS: dict[str, tuple[str, str]] = {
                                  "这是分页出现之前引擎的做法；paged 在最后一个块写满时才再拿一块；prefix 还会找出 prompt "
                                  "开头已经为别的请求算过的那些块。tokens/s 随机器负载波动：各管理器轮流服务，每个跑一遍"
                                  "再轮一遍，各取中位数那一次展示。"),
+    "serve_source_does_not_compile": ("{file} does not compile in the engine as exercise {id:02d}'s {header}:",
+                                      "{file} 作为练习 {id:02d} 的 {header} 放进引擎后编译不通过："),
+    "serve_yours_does_not_compile": ("Your {header} (exercise {id:02d}) does not compile in the engine:",
+                                     "你的 {header}（练习 {id:02d}）放进引擎后编译不通过："),
+    "serve_passed_but": ("  It passed its tests, so the engine uses it in a way they do not: fix it and run "
+                         "`{judge} test {id}`, or serve with `--with reference`.",
+                         "  它通过了自己的测试，说明引擎用到它的方式测试没有覆盖：改好之后运行 `{judge} test {id}`，"
+                         "或者用 `--with reference` 服务。"),
+    "serve_engine_does_not_compile": ("The serving engine does not compile:", "推理服务引擎编译不通过："),
+    "serve_engine_does_not_compile_yours": ("The serving engine does not compile with your headers:",
+                                            "推理服务引擎用你的头文件编译不通过："),
+    "serve_engine_error_hint": ("  The error is in the engine's code, reached through one of your headers: a name or "
+                                "signature of the contract may differ. `--with reference` shows whether the engine "
+                                "builds.",
+                                "  错误出在引擎的代码里，是经由你的某个头文件触发的：可能是契约中某个名字或签名对不上。"
+                                "用 `--with reference` 可以看出引擎本身能否构建。"),
+    "serve_not_built": ("The serving engine could not be built: {why}", "推理服务引擎无法构建：{why}"),
+    "serve_build_failed": ("the build failed", "构建失败"),
+    "serve_compare_and_manager": ("--compare serves the trace with all three managers: leave out --manager",
+                                  "--compare 会用全部三种管理器服务这个 trace：去掉 --manager"),
+    "serve_sweep_and_others": ("--sweep serves the three managers over its own KV budgets: leave out --compare, "
+                               "--manager and --kv-blocks",
+                               "--sweep 会在它自己选定的一系列 KV 预算下服务三种管理器：去掉 --compare、--manager 和 "
+                               "--kv-blocks"),
+    "serve_repeat": ("--repeat {repeat}: serve at least once", "--repeat {repeat}：至少要服务一次"),
+    "serve_unwritable": ("cannot write {file}: {why}", "无法写入 {file}：{why}"),
+    "serve_timeline_unwritable": ("cannot write the timeline {file}: {why}", "无法写入时间线 {file}：{why}"),
+    "serve_out_unwritable": ("--out {folder}: cannot write there ({why})", "--out {folder}：无法写入（{why}）"),
+    "serve_no_sources": ("the serving engine's sources ({file}) are not in this tree: update your copy of the kit "
+                         "(`git pull`)", "推理服务引擎的源码（{file}）不在这份代码里：请更新你的课程套件（`git pull`）"),
     "serve_sweep_heading": ("The {trace} trace, the {model} model: tokens/s (mean batch) at each KV budget",
                             "{trace} trace，{model} 模型：各 KV 预算下的 tokens/s（平均 batch）"),
 
