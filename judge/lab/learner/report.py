@@ -92,7 +92,7 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exe
             if verbose and test.finding:
                 lines.append(ui.indent(test.finding.raw, "        | ", max_lines=80))
         if others := repeats.get(test.name):
-            shown_names = ", ".join(t.split(".", 1)[-1] for t in others[:3]) + (", …" if len(others) > 3 else "")
+            shown_names = listing([t.split(".", 1)[-1] for t in others[:3]] + (["…"] if len(others) > 3 else []))
             lines.append(ui.paint("    " + say("repeats", mark=ui.FAIL, count=len(others), s=plural(len(others)),
                                               status=say(_STATUS_WORD.get(test.status, "failed")),
                                               same=say("same_message") if test.messages else "",

@@ -157,7 +157,8 @@ def sources(catalog: Catalog, progress: Progress, with_: str) -> list[Source]:
         elif standing == Standing.NOT_STARTED:
             chosen.append(Source(ex, False, say("serve_not_passed")))
         else:
-            chosen.append(Source(ex, False, say("serve_not_passed_at", stage=stage) if stage else say("serve_not_passed")))
+            chosen.append(Source(ex, False, say("serve_not_passed_at", stage=stage) if stage
+                                 else say("serve_not_passed")))
     return chosen
 
 
@@ -563,7 +564,7 @@ TIMELINE_WORDS = {
                   "peak running {peak}", "{preemptions} preemptions", "prefix hit rate {hits}",
                   "KV utilization {utilization}", "{copies} copies", "{mallocs} device mallocs",
                   "heap allocations per step {heap} (plain engine {plain})", "tokens equal to the plain engine's: {same}"),
-        "same": {True: "yes", False: "NO", None: "not compared (--no-plain)"}, "comma": ", ",
+        "same": {True: "yes", False: "NO", None: "not compared (--no-plain)"}, "comma": ", ", "list": ", ",
     },
     "zh": {
         "title": "服务时间线：{manager} 管理器，{who}", "references": "参考答案", "yours": "你的头文件（{}）",
@@ -581,7 +582,7 @@ TIMELINE_WORDS = {
                   "运行中请求峰值 {peak}", "抢占 {preemptions} 次", "前缀命中率 {hits}", "KV 利用率 {utilization}",
                   "复制 {copies} 次", "设备 malloc {mallocs} 次", "每步堆分配 {heap} 次（朴素引擎 {plain}）",
                   "token 与朴素引擎的一致：{same}"),
-        "same": {True: "是", False: "否", None: "未比较（--no-plain）"}, "comma": "，",
+        "same": {True: "是", False: "否", None: "未比较（--no-plain）"}, "comma": "，", "list": "、",
     },
 }
 
@@ -960,7 +961,7 @@ def serve_command(args, catalog: Catalog) -> bool:
     mine = [f"{s.exercise.id:02d}" for s in chosen if s.yours]
     for manager, result in results.items():
         picture = out_dir / (f"timeline-{manager}.svg" if args.compare else "timeline.svg")
-        title = {lang: w["title"].format(manager=manager, who=w["yours"].format(", ".join(mine)) if mine
+        title = {lang: w["title"].format(manager=manager, who=w["yours"].format(w["list"].join(mine)) if mine
                                          else w["references"]) for lang, w in TIMELINE_WORDS.items()}
         try:
             # The Chinese twin beside it (zh/), for the Chinese chapter.

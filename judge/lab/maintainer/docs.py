@@ -82,7 +82,8 @@ class Side:
 def sides(catalog: Catalog, maintainer: bool = False) -> tuple[Side, Side]:
     en = [ex.chapter.relative_to(ROOT).as_posix() for ex in catalog.exercises]
     zh = [(ZH / ex.chapter.name).relative_to(ROOT).as_posix() for ex in catalog.exercises]
-    english = ["README.md", *en, "docs/instructors.md", "docs/glossary.md"] + (["docs/authoring.md"] if maintainer else [])
+    english = ["README.md", *en, "docs/instructors.md", "docs/glossary.md"] + \
+        (["docs/authoring.md"] if maintainer else [])
     return (Side("en", "", "English", tuple(english), tuple(zip(en, catalog.exercises)), "English"),
             Side("zh", "zh", "Chinese", ("README.zh.md", *zh, "docs/zh/instructors.md", "docs/glossary.md"),
                  tuple(zip(zh, catalog.exercises)), "中文",

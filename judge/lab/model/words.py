@@ -2,8 +2,9 @@
 learner reads. The learner's commands (`test`'s report, `hint`, `quiz`, `list`, `watch`, `reset`,
 `solution`, `bench`, `serve`) and the errors of bad usage say everything through `say`; the command
 line's help and argparse's own messages go through `translated` (COMMAND_LINE), `serve`'s table
-through `row_label` (SERVE_ROWS). What stays English in both languages is not here: the messages of the C++ tests, the compiler's and the sanitizers' output, the
-instructors' and the maintainers' commands, and every machine-readable output.
+through `row_label` (SERVE_ROWS). What stays English in both languages is not here: the
+messages of the C++ tests, the compiler's and the sanitizers' output, the instructors' and the
+maintainers' commands, and every machine-readable output.
 
 The language is `--lang` when the command line gives it (cli.py calls `choose`), else the
 locale: the first of LC_ALL, LC_MESSAGES and LANG that is set, Chinese when it starts with
