@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import pipe
+from . import pipe, ui
 from .core.build import COMPILER_HELP
 from .model import catalog as cat
 from .model import words
@@ -203,10 +204,17 @@ COMMANDS = (
 )
 
 
+# argparse's own words (usage, errors) in the learner's language: they go through its gettext.
+argparse._, argparse.ngettext = words.translated, words.translated_plural
+
+
 def main(argv: list[str]) -> int:
     pipe.tolerate_closed_stdout()
     words.choose(_asked_language(argv))
-    parser = _parser(_without_language(argv)[:1])
+    asked = _without_language(argv)[:1]
+    if any(c.name in asked and c.audience != "learner" for c in COMMANDS):
+        words.choose("en", asked=False)   # its usage and its errors too
+    parser = _parser(asked)
     args = parser.parse_args(argv)
     command: Command | None = getattr(args, "command", None)
     if command is None:
@@ -257,24 +265,51 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, words.say("bad_usage", prog=self.prog, message=message) + "\n")
 
 
+class _Help(argparse.HelpFormatter):
+    """The help of the learner's commands in their language, wrapped by terminal columns."""
+
+    def _get_help_string(self, action):
+        return words.translated(super()._get_help_string(action))
+
+    def _split_lines(self, text, width):
+        return ui.wrap(text, width).splitlines() if not text.isascii() else super()._split_lines(text, width)
+
+    def _fill_text(self, text, width, indent):
+        return ui.wrap(text, width, indent, indent) if not text.isascii() else super()._fill_text(text, width, indent)
+
+    def format_help(self):
+        # argparse ends a section's heading with an ASCII colon; Chinese takes its own.
+        return re.sub(r"^([^\s:][^\n]*[\u4e00-\u9fff]):$", r"\1：", super().format_help(), flags=re.M)
+
+
+class _TopHelp(_Help):
+    """The list of commands (the epilog) keeps its lines as they are written."""
+
+    def _fill_text(self, text, width, indent):
+        return "".join(indent + line for line in text.splitlines(keepends=True)) if "\n" in text \
+            else super()._fill_text(text, width, indent)
+
+
 def _parser(asked: list[str]) -> argparse.ArgumentParser:
     """The command line, with the arguments of the command `asked` names (argv's first word):
     only that command's arguments are ever parsed, and building the others' would import their
     modules (bench's defaults come from its module) on every start."""
     width = max(len(c.name) for c in COMMANDS) + 2
-    listing = "\n\n".join("\n".join([f"the {audience}'s commands:",
-                                       *(f"  {c.name:<{width}}{c.help}" for c in COMMANDS if c.audience == audience)])
+    listing = "\n\n".join("\n".join([words.translated(f"the {audience}'s commands:"),
+                                       *(f"  {c.name:<{width}}{words.translated(c.help)}"
+                                         for c in COMMANDS if c.audience == audience)])
                            for audience in ("learner", "instructor", "maintainer"))
-    p = _Parser(prog="judge.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-                description="AllocLab's judge: builds, tests and explains your allocators. Exit "
-                "status: 0 all good, 1 the judged code failed, 2 bad usage or a missing toolchain.",
+    p = _Parser(prog="judge.py", formatter_class=_TopHelp,
+                description=words.translated("AllocLab's judge: builds, tests and explains your allocators. Exit "
+                "status: 0 all good, 1 the judged code failed, 2 bad usage or a missing toolchain."),
                 epilog=listing)
     p.add_argument("--lang", choices=words.LANGUAGES, default=argparse.SUPPRESS, help=LANG_HELP)
-    sub = p.add_subparsers(title="commands", metavar="COMMAND", help="one of the commands below")
+    sub = p.add_subparsers(title=words.translated("commands"), metavar="COMMAND",
+                           help="one of the commands below")
     for command in COMMANDS:
-        s = sub.add_parser(command.name,
+        s = sub.add_parser(command.name, formatter_class=_Help,
                            description={"maintainer": "(maintainers) ", "instructor": "(instructors) "}.get(
-                               command.audience, "") + command.help)
+                               command.audience, "") + words.translated(command.help))
         s.add_argument("--lang", choices=words.LANGUAGES, default=argparse.SUPPRESS, help=LANG_HELP)
         if command.name in asked:
             command.arguments(s)

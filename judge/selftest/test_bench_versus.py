@@ -7,6 +7,7 @@ import io
 import unittest
 
 from lab.learner import bench
+from lab.model import words
 
 
 def row(ns):
@@ -61,7 +62,7 @@ class YoursOverReference(unittest.TestCase):
 
     def test_the_advice_names_the_usual_causes(self):
         for cause in ("cold", "lock", "atomic", "lookup"):
-            self.assertIn(cause, bench.SLOW_CAUSES)
+            self.assertIn(cause, words.WORDS["slow_causes"][0])
 
 
 if __name__ == "__main__":

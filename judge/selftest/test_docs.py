@@ -237,6 +237,24 @@ class SwitchTest(unittest.TestCase):
                       "without it no page of the site gets its switch")
 
 
+class SidebarTest(unittest.TestCase):
+    def test_each_page_loads_the_side_bars_data_with_itself(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            html = Path(tmp)
+            (html / "navtreeindex0.js").write_text("var NAVTREEINDEX0 =\n{\n\"index.html\":[0]\n};\n")
+            (html / "annotated_dup.js").write_text("var annotated_dup =\n[\n];\n")
+            (html / "jquery.js").write_text("/* not the tree's */ var x = [];\n")
+            (html / "ch01.html").write_text(f"<head>{docs._TREE_SCRIPT}</head>")
+            docs._sidebar_at_load(html)
+            page = (html / "ch01.html").read_text()
+        self.assertIn('src="annotated_dup.js"', page)
+        self.assertIn('src="navtreeindex0.js"', page)
+        self.assertNotIn("jquery", page)
+        self.assertIn("navTreeSubIndices = [NAVTREEINDEX0];", page)
+        self.assertLess(page.index(docs._TREE_SCRIPT), page.index("navTreeSubIndices"),
+                        "after navtree.js, whose getScript it replaces")
+
+
 class StagedFiguresTest(unittest.TestCase):
     def test_each_side_gets_its_own_figures_under_the_english_names(self):
         english, chinese = docs.sides(cat.load())
@@ -289,6 +307,14 @@ class BuildTest(unittest.TestCase):
                 self.assertTrue((html / "zh" / f"ch{ex.id:02d}.html").is_file(),
                                 f"chapter {ex.id}'s Chinese edition has its page, named as the English one")
             self.assertIn("术语表", (html / "zh" / "glossary.html").read_text(encoding="utf-8"))
+            english = {p.name for p in html.glob("*.html")}
+            chinese = {p.name for p in (html / "zh").glob("*.html")}
+            for page in ("glossary.html", "instructors.html", "classalloclab_1_1Arena.html"):
+                self.assertIn(page, english & chinese, "both sides have the same pages: the glossary, the "
+                              "instructors' guide and the contracts")
+            self.assertIn("教师指南", (html / "zh" / "instructors.html").read_text(encoding="utf-8"))
+            self.assertIn("navTreeSubIndices = [NAVTREEINDEX0", (html / "zh" / "ch01.html").read_text(encoding="utf-8"),
+                          "the side bar's data is loaded with the page")
             self.assertIn("搜索", (html / "zh" / "index.html").read_text(encoding="utf-8"),
                           "Doxygen's own words on the Chinese side are Chinese")
             self.assertEqual(docs.switch_problems(html, docs.sides(catalog)), [])

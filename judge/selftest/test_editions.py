@@ -200,6 +200,21 @@ class QuizEditionTest(unittest.TestCase):
         self.assertEqual(len(found), 1)
         self.assertIn("none.toml is missing", found[0])
         self.assertIn(self.line, found[0])
+class PunctuationTest(unittest.TestCase):
+    def test_a_space_after_chinese_punctuation_and_an_ascii_comma_are_named(self):
+        found = editions.chinese_punctuation_problems({
+            "a.md": "把显存还回去； SIMD 缓冲区。\n\n| 甲（注） | 乙 |\n\n```\n代码。 不是正文\n```\n",
+            "b.toml": 'x = """\\\n  阶段 1 的 3 条, 阶段 3 的 1 条。"""\n',
+            "c": "对齐、 `new` 与 `delete`"})
+        self.assertEqual(len(found), 3, found)
+        self.assertIn("a.md: a space after full-width punctuation: `把显存还回去； SIMD 缓`", found)
+        self.assertTrue(found[1].startswith("b.toml: an ASCII comma between Chinese words"), found)
+        self.assertTrue(found[2].startswith("c: a space after"), found)
+
+    def test_the_kits_chinese_has_none(self):
+        self.assertEqual(editions.chinese_punctuation_problems(), [])
+
+
 class FigureTwinTest(unittest.TestCase):
     """A Chinese page shows a figure's Chinese twin (chapters/figures/zh/, the same name) where it
     has one, and the twin counts as the English figure when the skeletons are compared."""

@@ -71,6 +71,47 @@ class Choosing(unittest.TestCase):
                                 f"{key}: the Chinese has an English sentence left in it")
 
 
+class CommandLine(unittest.TestCase):
+    def test_every_help_of_the_learners_commands_has_its_chinese(self):
+        import argparse
+        helps = [cli.LANG_HELP]
+        for command in cli.COMMANDS:
+            if command.audience != "learner":
+                continue
+            parser = argparse.ArgumentParser()
+            command.arguments(parser)
+            helps += [command.help] + [a.help for a in parser._actions
+                                       if a.help and a.help != argparse.SUPPRESS and a.dest != "help"]
+        missing = [h for h in helps if h not in words.COMMAND_LINE]
+        self.assertEqual(missing, [], "a help of a learner's command without its Chinese in words.COMMAND_LINE: "
+                         "under --lang zh it would be shown in English")
+
+    def test_every_row_of_serve_has_its_chinese(self):
+        from lab.learner import serve
+        labels = [label for label, _ in serve.ROWS]
+        labels += [what for what, *_ in serve.ratios({m: RESULT_FOR_RATIOS for m in serve.COMPARED})]
+        words.choose("zh")
+        self.addCleanup(words.choose, None)
+        self.assertEqual([label for label in labels if words.row_label(label) == label and label != "tokens/s"], [],
+                         "a row of serve's table without its Chinese in words.SERVE_ROWS")
+        self.assertEqual(words.row_label("paged: heap allocations per step ÷ the plain engine's"),
+                         "paged：每步堆分配 ÷ 朴素引擎的")
+
+    def test_help_speaks_chinese(self):
+        out = io.StringIO()
+        words.choose("zh")
+        self.addCleanup(words.choose, None)
+        with mock.patch("sys.stdout", out), self.assertRaises(SystemExit):
+            cli.main(["--lang", "zh", "bench", "--help"])
+        said = out.getvalue()
+        for text in ("用法：judge.py bench", "选项：", "显示本帮助并退出", "只跑名字匹配这个正则表达式的基准测试"):
+            self.assertIn(text, said)
+
+
+RESULT_FOR_RATIOS = {"tokens_per_second": 1.0, "kv_utilization": 0.9, "heap_allocations_per_step": 1.0,
+                     "plain_heap_allocations_per_step": 2.0}
+
+
 class Wrapping(unittest.TestCase):
     def test_chinese_wraps_by_columns(self):
         text = "一个 13 字节的块从 granule 的偏移 0 开始，需要几个影子字节来描述？" * 3
@@ -215,7 +256,12 @@ class Speaking(unittest.TestCase):
 
     def test_bad_usage_speaks_chinese(self):
         self.assertIn("没有名为 'nope' 的练习", self.run_judge("--lang", "zh", "hint", "nope"))
-        self.assertIn("用法有误：unrecognized arguments: --nope", self.run_judge("list", "--nope", lang="zh_CN.UTF-8"))
+        said = self.run_judge("list", "--nope", lang="zh_CN.UTF-8")
+        self.assertIn("用法有误，无法识别的参数：--nope", said, "argparse's own words are Chinese too")
+        self.assertIn("用法：judge.py [-h]", said)
+        self.assertIn("缺少必需的参数：exercise", self.run_judge("--lang", "zh", "solution"))
+        self.assertIn("judge.py: error: unrecognized arguments: --nope", self.run_judge("--lang", "zh", "check", "--nope"),
+                      "a maintainer's command keeps argparse's English")
         self.assertIn("judge.py: error: unrecognized arguments: --nope", self.run_judge("list", "--nope"))
 
 

@@ -232,7 +232,7 @@ class SourcesTest(unittest.TestCase):
         self.assertTrue(chosen[first.id].yours)
         self.assertEqual(chosen[first.id].folder, first.exercise_file.parent)
         self.assertFalse(chosen[second.id].yours)
-        self.assertIn(f"changed since it passed: `judge.py test {second.id}`", chosen[second.id].why)
+        self.assertIn(f"changed since it passed: `python3 judge/judge.py test {second.id}`", chosen[second.id].why)
         self.assertEqual(chosen[third.id].why, "not passed yet (stage 2)")
         self.assertEqual(chosen[third.id].folder, third.solution_file.parent)
         said = serve.describe(list(chosen.values()))

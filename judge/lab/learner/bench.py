@@ -18,7 +18,8 @@ from . import memory_map
 from ..model.errors import UsageError
 from ..model.progress import Progress, Standing
 from .. import ui
-from ..model.catalog import Catalog, Exercise
+from ..model.catalog import Catalog, Exercise, translated
+from ..model.words import WORDS, listing, say, then
 
 _SUFFIX_RE = re.compile(r"/(threads|real_time|process_time|min_time|iterations|repeats|manual_time)(:[^/]*)?$")
 
@@ -93,7 +94,8 @@ def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: st
                                           "release", catalog.limits.build_timeout_seconds)
         if not built.ok:
             error = built.first_error(exercise.exercise_file)
-            raise BenchError(f"does not compile: {error.where()}: {error.message}" if error else built.problem)
+            raise BenchError(say("bench_does_not_compile", where=error.where(), message=error.message)
+                             if error else built.problem)
         argv = [str(tree / target), "--benchmark_format=json", f"--benchmark_min_time={min_time}"]
         if name_filter:
             argv.append(f"--benchmark_filter={name_filter}")
@@ -118,7 +120,7 @@ def _ratio(subject: float | None, other: float | None) -> str:
     if not subject or not other:
         return ""
     r = other / subject
-    return f"{r:.1f}× faster" if r >= 1 else f"{1 / r:.1f}× slower"
+    return say("bench_faster", ratio=r) if r >= 1 else say("bench_slower", ratio=1 / r)
 
 
 def comparison(subject: str, other: str, subject_mine: float | None, mine: dict | None,
@@ -130,29 +132,29 @@ def comparison(subject: str, other: str, subject_mine: float | None, mine: dict 
     if not yours and not reference:
         return ""
     if yours and reference:
-        return f"{subject} {yours} than {other} with your header; {reference} with the reference"
-    return f"{subject} {yours or reference} than {other} with {'your header' if yours else 'the reference'}"
+        return say("bench_both", subject=subject, yours=yours, other=other, reference=reference)
+    return say("bench_one_yours" if yours else "bench_one_reference", subject=subject, ratio=yours or reference,
+               other=other)
 
 
 def bench_command(args, catalog: Catalog) -> bool:
-    exercise = catalog.resolve(args.exercise)
+    exercise = translated(catalog.resolve(args.exercise))
     compiler = build.compilers_for(args.compiler)[0]
     if not exercise.bench_dir.is_dir():
-        raise UsageError(f"exercise {exercise.id:02d} has no benchmarks")
+        raise UsageError(say("no_benchmarks", id=exercise.id))
     subject = exercise.bench_subject
     repetitions = max(1, args.repetitions)
-    print(ui.paint(f"Building and running the benchmarks of exercise {exercise.id:02d} twice, optimised "
-                   f"({build.program(compiler)} -O2): your {exercise.header} and the reference, each benchmark "
-                   f"{repetitions} time{'s' if repetitions > 1 else ''}…", "dim"), flush=True)
+    print(ui.paint(say("bench_building", id=exercise.id, compiler=build.program(compiler), header=exercise.header,
+                       repetitions=repetitions, s="s" if repetitions > 1 else ""), "dim"), flush=True)
     if Progress().standing(exercise)[0] != Standing.PASSED:
-        print(ui.paint(f"Your {exercise.header} has not passed `judge.py test {exercise.id}` yet: a wrong allocator "
-                       "can be fast, so read its figures with care.", "yellow"))
+        print(ui.paint(say("bench_not_passed", header=exercise.header, id=exercise.id), "yellow"))
     mine = ref = None
-    for whose, impl in ((f"Your {exercise.header}", "exercises"), ("The reference", "solutions")):
+    for whose, impl in ((say("bench_yours", header=exercise.header), "exercises"),
+                        (say("bench_reference"), "solutions")):
         try:
             figures = measure(catalog, exercise, build.Impl(impl), compiler, args.min_time, args.filter, repetitions)
         except BenchError as err:
-            print(ui.paint(f"{whose}: {err}", "red"))
+            print(ui.paint(say("bench_failed", whose=whose, error=err), "red"))
             continue
         if impl == "exercises":
             mine = figures
@@ -166,9 +168,12 @@ def bench_command(args, catalog: Catalog) -> bool:
     memory_map.after_bench(exercise, compiler)
     print("\n" + footnote(subject, [mine, ref], repetitions))
     if slow:
-        print(ui.paint(f"\n⚠ Yours is more than {SLOWER_THAN_REFERENCE:g}× slower than the reference on "
-                       + ", ".join(slow) + ".", "yellow") + " " + SLOW_CAUSES
-              + (" " + SLOW_CAUSES_OF[exercise.id] if exercise.id in SLOW_CAUSES_OF else ""))
+        # The usual causes, then the usual cause of this exercise's slowness where it has one.
+        causes = say("slow_causes")
+        if f"slow_causes_{exercise.id}" in WORDS:
+            causes = then(causes, say(f"slow_causes_{exercise.id}"))
+        too_slow = say("bench_too_slow", times=SLOWER_THAN_REFERENCE, rows=listing(slow))
+        print(ui.paint(too_slow, "yellow") + then(too_slow, causes)[len(too_slow):])
     return bool(ref and mine)
 
 
@@ -176,18 +181,10 @@ def footnote(subject: str, measured: list[dict | None], repetitions: int) -> str
     """What the figures are, and how much they moved in this very process."""
     spreads = sorted(row["spread"] for results in measured for rows in (results or {}).values()
                      for row in rows.values() if row.get("spread") is not None and len(row.get("runs", ())) > 1)
-    text = ("Times are per benchmark iteration" +
-            (f", each the median of {repetitions} repetitions run in random order, with ± the median distance of "
-             "a repetition from it, as a share of it" if repetitions > 1 else
-             ", from one run each (--repetitions 5 or more shows how much they move)") +
-            f". Your code runs only on the rows of {subject}* (in colour): only they compare yours ÷ reference, "
-            "the same row built against your header and against the reference. Under another allocator's row, a "
-            "line compares the exercise's allocator with it, in the same build.")
+    how = say("bench_repeated", repetitions=repetitions) if repetitions > 1 else say("bench_once")
+    text = say("bench_footnote", how=how, subject=subject)
     if spreads:
-        text += (f" In this run the repetitions of a row moved by ±{statistics.median(spreads):.0%} in the median "
-                 f"row and by up to ±{spreads[-1]:.0%}: a difference smaller than the spreads of its two figures "
-                 "together is noise. From one run to the next the figures move further, with whatever else the "
-                 "machine runs: run it again before you trust a difference.")
+        text += say("bench_spreads", median=statistics.median(spreads), most=spreads[-1])
     return text
 
 
@@ -201,28 +198,14 @@ def _subject_name(rows: list[str], subject: str) -> str:
 
 SLOWER_THAN_REFERENCE = 1.5   # yours ÷ reference above this is flagged
 
-SLOW_CAUSES = ("What usually makes an allocator slower than the reference: a throw path built inline (a "
-               "message string made in the hot function: move it to a [[gnu::cold, gnu::noinline]] helper); "
-               "a lock or an atomic on the hot path; a container lookup (a map, a search) per call; memory "
-               "touched or cleared that the reference leaves alone. A row that is not your allocator moved "
-               "with the machine's load: run it again.")
-
-# The usual cause of one exercise's slowness, printed after SLOW_CAUSES.
-SLOW_CAUSES_OF = {
-    6: ("In the ring: a `%` in every allocate (the head's offset computed as `head % capacity`, a 64-bit "
-        "division; the capacity is a multiple of 4096, not always a power of two, so no mask replaces it: the "
-        "reference keeps the offset beside the head and moves it on with each block), or the consumer's tail "
-        "loaded on every call where the last tail seen would do."),
-}
-
-
 def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> list[str]:
     """Prints one workload's table; returns the rows where yours is much slower than the reference.
     yours ÷ reference is printed on the exercise's own rows only: the other rows run none of the
     learner's code, so the two builds of them differ by noise alone."""
     subj_mine, subj_ref = _subject_ns(mine, subject), _subject_ns(ref, subject)
     print("\n" + ui.paint(workload, "bold"))
-    print(f"  {'allocator':<24}{'yours':>12} {'':<7}{'reference':>12} {'':<7}{'yours ÷ reference':>19}")
+    allocator, yours, reference, versus = say("bench_columns").split("|")
+    print(f"  {ui.pad(allocator, 24)}{_right(yours, 12)} {'':<7}{_right(reference, 12)} {'':<7}{_right(versus, 19)}")
     rows = list(dict.fromkeys([*ref, *mine]))
     subject_row = _subject_name(rows, subject)
     # Throughput repeats the time; a counter equal on every row describes the workload, not
@@ -239,18 +222,24 @@ def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> list[
         flagged = versus is not None and versus > SLOWER_THAN_REFERENCE
         if flagged:
             slow.append(f"{workload}/{alloc}")
-        cell = ("—" if versus is None else f"{versus:.2f}" + (" ⚠ slower" if flagged else "")) if is_subject else ""
+        cell = ("—" if versus is None else f"{versus:.2f}" + (say("bench_slower_mark") if flagged else "")) \
+            if is_subject else ""
         line = f"  {name}{_cell(m)} {_spread(m):<7}{_cell(r)} {_spread(r):<7}"
-        print(line + (ui.paint(f"{cell:>19}", "yellow") if flagged else f"{cell:>19}") if cell else line.rstrip())
+        print(line + (ui.paint(_right(cell, 19), "yellow") if flagged else _right(cell, 19)) if cell else line.rstrip())
         if not is_subject and (line := comparison(subject_row, alloc, subj_mine, m, subj_ref, r)):
             print(ui.paint(f"    {line}", "dim"))
         for key in keys:
             mv, rv = (m or {}).get("counters", {}).get(key), (r or {}).get("counters", {}).get(key)
             print(ui.paint(f"    {key:<22}{_num(mv):>12}  {'':<6}{_num(rv):>12}", "dim"))
-        for who, row in (("yours", m), ("the reference", r)):
+        for who, row in ((say("bench_row_error_yours"), m), (say("bench_row_error_reference"), r)):
             if row and row.get("error"):
-                print(ui.paint(f"    {who}: {row['error']}", "yellow"))
+                print(ui.paint(f"    {say('bench_failed', whose=who, error=row['error'])}", "yellow"))
     return slow
+
+
+def _right(text: str, width: int) -> str:
+    """`text` right-aligned in `width` terminal columns (a Chinese character takes two)."""
+    return " " * max(width - ui.columns(text), 0) + text
 
 
 def yours_over_reference(mine: dict | None, ref: dict | None) -> float | None:

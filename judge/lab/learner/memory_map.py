@@ -20,6 +20,8 @@ from pathlib import Path
 from ..core import build, program
 from ..model.catalog import ROOT, Exercise, shown
 from . import figures
+from .. import ui
+from ..model.words import language, say
 
 OUT = ROOT / "build" / "memory-map"
 FLAG = "--snapshot"
@@ -163,11 +165,12 @@ def after_bench(exercise: Exercise, compiler: str) -> None:
     """Draws the memory map of the learner's allocator and of the reference, after `bench`."""
     if not wanted(exercise):
         return
-    print(f"\nMemory maps at the peak of reservation ({exercise.title.lower()}):")
+    print(say("memory_maps", title=exercise.title.lower()))
     for impl, who, zh in ((build.Impl("exercises"), "yours", "你的"), (build.Impl("solutions"), "the reference", "参考答案")):
         binary = build.tree_dir(compiler, "release", impl) / f"bench_{exercise.name}"
         out = OUT / f"{exercise.name}{'' if who == 'yours' else '-reference'}.svg"
         # The Chinese twin beside it (zh/), as the Chinese chapter shows the reference's.
         problem = draw(binary, f"Memory map at peak reservation: {who}", out,
                        {"zh": (f"预留量峰值时的内存分布图：{zh}", OUT / "zh" / out.name)})
-        print(f"  {who:<14} {problem or shown(out)}")
+        shown_who = say("bench_row_error_yours" if who == "yours" else "bench_row_error_reference")
+        print(f"  {ui.pad(shown_who, 14)} {problem or shown(OUT / 'zh' / out.name if language() == 'zh' else out)}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..model.progress import Progress, Standing
 from .. import ui
 from ..model.catalog import Catalog, Exercise, Hint, shown, translated, translated_catalog
-from ..model.words import WORDS, plural, say, then
+from ..model.words import WORDS, listing, plural, say, then
 
 def passed_count(catalog: Catalog, progress: Progress) -> int:
     return sum(progress.standing(ex)[0] == Standing.PASSED for ex in catalog.exercises)
@@ -38,8 +38,8 @@ def extras(exercise: Exercise, progress: Progress) -> str:
     parts = []
     taken = progress.hints_taken(exercise)
     if taken:
-        parts.append(say("hints_taken", taken=", ".join(say("hints_for_stage", count=n, stage=s)
-                                                         for s, n in sorted(taken.items()))))
+        parts.append(say("hints_taken", taken=listing(say("hints_for_stage", count=n, stage=s)
+                                                      for s, n in sorted(taken.items()))))
     score = progress.quiz_score(exercise)
     if score:
         parts.append(say("quiz_score", right=score[0], total=score[1]))

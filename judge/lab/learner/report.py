@@ -8,7 +8,7 @@ from .. import ui
 from ..core import build
 from ..model.catalog import ROOT, Exercise, shown, translated
 from ..model.results import ConfigResult, StageResult, StageStatus, TestStatus, Verdict
-from ..model.words import WORDS, plural, say
+from ..model.words import WORDS, listing, plural, say
 
 _STATUS_WORD = {TestStatus.CRASHED: "crashed", TestStatus.TIMEOUT: "hung", TestStatus.NOT_RUN: "did_not_run",
                 TestStatus.SKIPPED: "skipped"}
@@ -111,7 +111,7 @@ def stage_lines(stage: StageResult, detailed: bool, verbose: bool, exercise: Exe
             if verbose and test.finding:
                 lines.append(ui.indent(test.finding.raw, "        | ", max_lines=80))
         if others := repeats.get(test.name):
-            shown_names = ", ".join(t.split(".", 1)[-1] for t in others[:3]) + (", …" if len(others) > 3 else "")
+            shown_names = listing([t.split(".", 1)[-1] for t in others[:3]] + (["…"] if len(others) > 3 else []))
             lines.append(ui.paint("    " + say("repeats", mark=ui.FAIL, count=len(others), s=plural(len(others)),
                                               status=say(_STATUS_WORD.get(test.status, "failed")),
                                               same=say("same_message") if test.messages else "",
@@ -201,4 +201,4 @@ def _stages(numbers: list[int]) -> str:
         else:
             runs.append([n])
     spans = [f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs]
-    return say("stage_one" if len(numbers) == 1 else "stage_many", spans=", ".join(spans))
+    return say("stage_one" if len(numbers) == 1 else "stage_many", spans=listing(spans))

@@ -31,7 +31,6 @@ import math
 import re
 import statistics
 import sys
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from ..core import build, program
 from ..model.catalog import ROOT, Catalog, Exercise, shown
 from ..model.errors import UsageError
 from ..model.progress import Progress, Standing
+from ..model.words import WORDS, language, listing, row_label, say, then
 from . import figures
 
 ENGINE = ROOT / "judge" / "engine"
@@ -137,7 +137,7 @@ def stand_in(where: Path, exercise: Exercise, file: Path) -> Path:
 def with_source(catalog: Catalog, chosen: list[Source], file: Path) -> list[Source]:
     """`chosen`, with `file` in place of the serving exercise's header (--source)."""
     if not file.is_file():
-        raise UsageError(f"--source {file}: no such file")
+        raise UsageError(say("no_source", file=file))
     return [Source(s.exercise, True, "", file) if s.exercise.header == MANAGER_HEADER else s for s in chosen]
 
 
@@ -147,17 +147,18 @@ def sources(catalog: Catalog, progress: Progress, with_: str) -> list[Source]:
     chosen = []
     for ex in catalog.exercises:
         if with_ == "reference":
-            chosen.append(Source(ex, False, "asked for"))
+            chosen.append(Source(ex, False, say("serve_asked_for")))
             continue
         standing, stage = progress.standing(ex)
         if standing == Standing.PASSED and progress.is_fresh(ex):
             chosen.append(Source(ex, True))
         elif standing == Standing.PASSED:
-            chosen.append(Source(ex, False, f"changed since it passed: `judge.py test {ex.id}` again to use it"))
+            chosen.append(Source(ex, False, say("serve_changed", id=ex.id)))
         elif standing == Standing.NOT_STARTED:
-            chosen.append(Source(ex, False, "not passed yet"))
+            chosen.append(Source(ex, False, say("serve_not_passed")))
         else:
-            chosen.append(Source(ex, False, "not passed yet" + (f" (stage {stage})" if stage else "")))
+            chosen.append(Source(ex, False, say("serve_not_passed_at", stage=stage) if stage
+                                 else say("serve_not_passed")))
     return chosen
 
 
@@ -181,16 +182,18 @@ def describe(chosen: list[Source]) -> str:
     given = [s for s in mine if s.file is not None]
     mine = [s for s in mine if s.file is None]
     if given:
-        lines.append("; ".join(f"{shown(s.file)} as {s.exercise.id:02d}'s {s.exercise.header}" for s in given))
+        lines.append(say("serve_and").join(say("serve_given", file=shown(s.file), id=s.exercise.id,
+                                                header=s.exercise.header) for s in given))
     if mine:
-        lines.append("your headers: " + ", ".join(f"{s.exercise.id:02d} {s.exercise.header}" for s in mine))
-    if theirs and not mine and all(s.why == "asked for" for s in theirs):
-        lines.append("the reference for every exercise (--with reference)")
+        lines.append(say("serve_yours", headers=listing(f"{s.exercise.id:02d} {s.exercise.header}" for s in mine)))
+    if theirs and not mine and all(s.why == say("serve_asked_for") for s in theirs):
+        lines.append(say("serve_all_references"))
     elif theirs:
         by_reason: dict[str, list[str]] = {}
         for s in theirs:
             by_reason.setdefault(s.why, []).append(f"{s.exercise.id:02d}")
-        lines.append("the reference for " + "; ".join(f"{', '.join(ids)} ({why})" for why, ids in by_reason.items()))
+        lines.append(say("serve_references", which=say("serve_semicolon").join(
+            say("serve_reason", ids=listing(ids), why=why) for why, ids in by_reason.items())))
     return "\n".join(lines)
 
 
@@ -202,8 +205,7 @@ def tree(with_: str) -> Path:
 
 def require_sources() -> None:
     if not SOURCE.is_file():
-        raise UsageError(f"the serving engine's sources ({shown(SOURCE)}) are not in this tree: update your copy "
-                         "of the kit (`git pull`)")
+        raise UsageError(say("serve_no_sources", file=shown(SOURCE)))
 
 
 def build_engine(catalog: Catalog, name: str, chosen: list[Source], compiler: str = COMPILER,
@@ -234,23 +236,21 @@ def compile_problem(built: build.BuildResult, chosen: list[Source]) -> tuple[str
         if source:
             ex = source.exercise
             if source.file is not None:
-                return "\n".join([f"{shown(source.file)} does not compile in the engine as exercise {ex.id:02d}'s "
-                                  f"{ex.header}:", f"  {d.where()}: error: {d.message}",
+                return "\n".join([say("serve_source_does_not_compile", file=shown(source.file), id=ex.id,
+                                      header=ex.header), f"  {d.where()}: error: {d.message}",
                                   *("  " + c for c in d.context)]), True
-            lines = [f"Your {ex.header} (exercise {ex.id:02d}) does not compile in the engine:",
+            lines = [say("serve_yours_does_not_compile", header=ex.header, id=ex.id),
                      f"  {d.where()}: error: {d.message}", *("  " + c for c in d.context),
-                     f"  It passed its tests, so the engine uses it in a way they do not: fix it and run "
-                     f"`judge.py test {ex.id}`, or serve with `--with reference`."]
+                     say("serve_passed_but", id=ex.id)]
             return "\n".join(lines), True
     if errors:
         d = errors[0]
-        lines = ["The serving engine does not compile" + (" with your headers" if mine else "") + ":",
+        lines = [say("serve_engine_does_not_compile_yours" if mine else "serve_engine_does_not_compile"),
                  f"  {d.where()}: error: {d.message}", *("  " + c for c in d.context)]
         if mine:
-            lines.append("  The error is in the engine's code, reached through one of your headers: a name or "
-                         "signature of the contract may differ. `--with reference` shows whether the engine builds.")
+            lines.append(say("serve_engine_error_hint"))
         return "\n".join(lines), bool(mine)
-    return "The serving engine could not be built: " + (built.problem or "the build failed"), False
+    return say("serve_not_built", why=built.problem or say("serve_build_failed")), False
 
 
 def _resolved(file: str) -> Path | None:
@@ -297,7 +297,7 @@ def _counting(bar: ui.ProgressLine):
     """The engine's `progress <finished> <total>` lines, drawn on `bar`."""
     def line(text: str) -> None:
         if m := PROGRESS_LINE.match(text):
-            bar.show(int(m.group(1)), int(m.group(2)), " requests finished")
+            bar.show(int(m.group(1)), int(m.group(2)), say("serve_finished"))
     return line
 
 
@@ -382,11 +382,11 @@ def _percent(value) -> str:
 
 
 def _matches(value) -> str:
-    return {True: "yes", False: "NO", None: "not compared (--no-plain)"}[value]
+    return say({True: "serve_yes", False: "serve_no", None: "serve_not_compared"}[value])
 
 
 def _leak(value) -> str:
-    return "none" if value is None else "YES"
+    return say("serve_none") if value is None else say("serve_leak_yes")
 
 
 def median_p99(values: list[float]) -> tuple[float, float] | None:
@@ -417,7 +417,7 @@ def _split(result: dict) -> str:
 # (label, how one result's figure is written)
 ROWS = (
     ("requests", lambda r: f"{_int(r['requests'])}" + ("" if r["finished"] == r["requests"]
-                                                       else f" ({_int(r['finished'])} finished)")),
+                                                       else say("serve_finished_of", finished=_int(r['finished'])))),
     ("generated tokens", lambda r: _int(r["generated_tokens"])),
     ("tokens/s", lambda r: f"{r['tokens_per_second']:,.1f}"),
     ("mean batch", lambda r: f"{r['mean_batch']:.1f}"),
@@ -444,25 +444,8 @@ ROWS = (
     ("blocks held at the end", lambda r: _leak(r["leak"])),
 )
 
-EXPLAINED = ("KV utilization: tokens stored ÷ the token slots of the blocks handed out, averaged over the steps. "
-             "Heap allocations/step: calls of operator new in a steady-state step (from the end of one step to "
-             "the end of the next, arrivals included), by whom: the engine itself (scheduler, inputs, runner, "
-             "metrics), the KV cache manager's calls (beside them the reference manager's, in the same engine "
-             "on the same trace and budget), and the other allocators growing (the sequence pool, the caching "
-             "allocator); against the plain engine's std::vector for everything. TTFT: time to first token, from a request's arrival "
-             "to the end of the step that sampled its first token; TPOT: time per output token after the first, "
-             "per sample; median and 99th percentile. Prefill / decode time: the steps that computed a prompt, "
-             "and the steps that only decoded. Decode GB/s and GFLOP/s: what the decode-only steps read and "
-             "computed (from the model's shapes: every layer's weights and the LM head once a step, each row's "
-             "context of K and V) per second, and in brackets the share of this machine's peak, measured "
-             "before the run: a streaming read of memory, and the engine's matmul with its weights in cache.")
-
-MISMATCH = ("Some request's tokens differ from the plain engine's. Both run the same model with the same weights "
-            "and the same seeded sampler, and every kernel computes a row alone, so scheduling cannot change a "
-            "token: a different token means a request read KV it did not write. A block given to two requests "
-            "at once, a slot or block table pointing into the wrong block, a shared block written without its "
-            "copy, a block given back while still in use, or a cached block found for a prefix that differs: "
-            "memory that leaked from one request into another.")
+# What a mismatch means, in the maintainers' English (check.py says it too).
+MISMATCH = WORDS["serve_mismatch"][0]
 
 
 def headline(result: dict, lang: str = "en") -> str:
@@ -476,7 +459,7 @@ def headline(result: dict, lang: str = "en") -> str:
 
 
 def summary(result: dict) -> str:
-    lines = [ui.paint(headline(result), "bold")]
+    lines = [ui.paint(headline(result, language()), "bold")]
     for label, cell in ROWS:
         text = cell(result)
         if label.startswith("tokens ="):
@@ -484,13 +467,13 @@ def summary(result: dict) -> str:
                             "red" if result["matches_plain_engine"] is False else "dim")
         elif label.startswith("blocks held"):
             text = ui.paint(text, "green" if result["leak"] is None else "red")
-        lines.append(f"  {label:<26}{text}")
-    lines.append(ui.paint(ui.indent(_wrap(EXPLAINED), "  ", max_lines=99), "dim"))
+        lines.append(f"  {ui.pad(row_label(label), 26)}{text}")
+    lines.append(ui.paint(ui.indent(_wrap(say("serve_explained")), "  ", max_lines=99), "dim"))
     return "\n".join(lines)
 
 
 def _wrap(text: str, width: int = 100) -> str:
-    return "\n".join(textwrap.wrap(text, width))
+    return ui.wrap(text, width)
 
 
 def _ratio(a, b) -> float | None:
@@ -536,31 +519,26 @@ def ratios(results: dict[str, dict]) -> list[tuple[str, float | None, str, bool 
 def compare_table(results: dict[str, dict]) -> str:
     managers = [m for m in COMPARED if m in results]
     first = results[managers[0]]
-    lines = [ui.paint(f"The {first['trace']} trace on {_int(first['kv_blocks'])} KV blocks of "
-                      f"{_int(first['block_tokens'])} tokens, the {first['model'].get('name', '?')} model, "
-                      "three block managers", "bold"),
+    lines = [ui.paint(say("serve_compare_heading", trace=first['trace'], kv=_int(first['kv_blocks']),
+                          tokens=_int(first['block_tokens']), model=first['model'].get('name', '?')), "bold"),
              f"  {'':<26}" + "".join(f"{m:>16}" for m in managers)]
     for label, cell in ROWS:
         row = "".join(f"{cell(results[m]):>16}" for m in managers)
-        lines.append(f"  {label:<26}{row}")
+        lines.append(f"  {ui.pad(row_label(label), 26)}{row}")
     lines.append("")
     measured = ratios(results)
-    width = max(len(what) for what, *_ in measured) + 2
+    width = max(ui.columns(row_label(what)) for what, *_ in measured) + 2
     spreads = {"paged ÷ reserve, tokens/s": ("paged", "reserve"), "prefix ÷ paged, tokens/s": ("prefix", "paged")}
     for what, value, target, met in measured:
         shown_value = "—" if value is None else (f"{value:.2f}×" if "tokens/s" in what else _percent(value))
-        mark = "" if met is None else ("  " + ui.mark(met) + f" target {target}")
+        mark = "" if met is None else ("  " + ui.mark(met) + say("serve_target", target=target))
         pair = spreads.get(what)
         band = spread(results[pair[0]], results[pair[1]]) if pair and all(m in results for m in pair) else None
         runs = len(results[pair[0]].get("runs_tokens_per_second") or []) if pair else 0
-        extra = f"  (median of {runs} runs; {band[0]:.2f}–{band[1]:.2f} run by run)" if band else ""
-        lines.append(f"  {what:<{width}}{shown_value:>8}{mark}{extra}")
-    lines.append(ui.paint(ui.indent(_wrap(
-        "reserve takes the KV blocks of a request's prompt and of its every possible new token at admission, as "
-        "engines did before paging; paged takes a block when the last one fills; prefix also finds the blocks of "
-        "a prompt's beginning already computed for another request. Tokens/s move with the machine's load: the "
-        "managers are served in turn, once each and then again, and each is shown by its median run. "
-        + EXPLAINED), "  ", max_lines=99), "dim"))
+        extra = say("serve_median_of", runs=runs, low=band[0], high=band[1]) if band else ""
+        lines.append(f"  {ui.pad(row_label(what), width)}{shown_value:>8}{mark}{extra}")
+    lines.append(ui.paint(ui.indent(_wrap(say("serve_managers_explained") + say("serve_explained")), "  ",
+                                    max_lines=99), "dim"))
     return "\n".join(lines)
 
 
@@ -586,7 +564,7 @@ TIMELINE_WORDS = {
                   "peak running {peak}", "{preemptions} preemptions", "prefix hit rate {hits}",
                   "KV utilization {utilization}", "{copies} copies", "{mallocs} device mallocs",
                   "heap allocations per step {heap} (plain engine {plain})", "tokens equal to the plain engine's: {same}"),
-        "same": {True: "yes", False: "NO", None: "not compared (--no-plain)"}, "comma": ", ",
+        "same": {True: "yes", False: "NO", None: "not compared (--no-plain)"}, "comma": ", ", "list": ", ",
     },
     "zh": {
         "title": "服务时间线：{manager} 管理器，{who}", "references": "参考答案", "yours": "你的头文件（{}）",
@@ -604,7 +582,7 @@ TIMELINE_WORDS = {
                   "运行中请求峰值 {peak}", "抢占 {preemptions} 次", "前缀命中率 {hits}", "KV 利用率 {utilization}",
                   "复制 {copies} 次", "设备 malloc {mallocs} 次", "每步堆分配 {heap} 次（朴素引擎 {plain}）",
                   "token 与朴素引擎的一致：{same}"),
-        "same": {True: "是", False: "否", None: "未比较（--no-plain）"}, "comma": "，",
+        "same": {True: "是", False: "否", None: "未比较（--no-plain）"}, "comma": "，", "list": "、",
     },
 }
 
@@ -744,8 +722,8 @@ def sweep_table(points: list[dict]) -> str:
     budgets = sorted({p["kv_blocks"] for p in points})
     at = {(p["kv_blocks"], p["manager"]): p for p in points}
     first = points[0]
-    lines = [ui.paint(f"The {first['trace']} trace, the {first['model'].get('name', '?')} model: tokens/s (mean batch) "
-                      "at each KV budget", "bold"),
+    lines = [ui.paint(say("serve_sweep_heading", trace=first['trace'], model=first['model'].get('name', '?')),
+                      "bold"),
              f"  {'KV blocks':>10}" + "".join(f"{m:>20}" for m in COMPARED)]
     for b in budgets:
         cells = "".join(f"{_int(at[b, m]['tokens_per_second']) + ' (' + format(at[b, m]['mean_batch'], '.1f') + ')':>20}"
@@ -823,7 +801,8 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
                          args.model, plain is None, args.seed, roofline=True)
             plain = judged_by_digest(result, plain)
             points.append(result)
-            print(ui.paint(f"  {manager} on {budget} blocks: {result['tokens_per_second']:,.1f} tokens/s", "dim"),
+            print(ui.paint(say("serve_on_budget", manager=manager, budget=budget, rate=result['tokens_per_second']),
+                           "dim"),
                   file=talk, flush=True)
     picture = out_dir / "sweep.svg"
     try:
@@ -831,13 +810,14 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
         (out_dir / "zh").mkdir(exist_ok=True)   # its Chinese twin, for the Chinese chapter
         (out_dir / "zh" / "sweep.svg").write_text(sweep_svg(points, lang="zh"), encoding="utf-8")
     except OSError as err:
-        raise UsageError(f"cannot write {shown(picture)}: {err.strerror or err}") from None
+        raise UsageError(say("serve_unwritable", file=shown(picture), why=err.strerror or err)) from None
     if args.json:
         print(json.dumps([dict(p, **{"with": whose(chosen)}) for p in points]))
     else:
         print()
         print(sweep_table(points))
-        print(ui.paint(f"\nThe sweep: {shown(picture)} (open it in a browser)", "dim"))
+        print(ui.paint(say("serve_sweep_drawn", file=shown(out_dir / "zh" / "sweep.svg" if language() == "zh"
+                                                         else picture)), "dim"))
     return report_failures([(p["manager"], p) for p in points], blame, talk)
 
 
@@ -891,7 +871,8 @@ def serve_managers(binary: Path, args, catalog: Catalog, managers: tuple[str, ..
             kv_blocks = result["kv_blocks"]   # the runs after the first get the very same budget
             runs[manager].append(result)
             if len(managers) > 1 or repeat > 1:
-                print(ui.paint(f"  {manager}: {result['tokens_per_second']:,.1f} tokens/s", "dim"), file=talk,
+                print(ui.paint(say("serve_tokens_per_second", manager=manager, rate=result['tokens_per_second']),
+                               "dim"), file=talk,
                       flush=True)
     return runs
 
@@ -915,12 +896,12 @@ def beside_the_reference(results: dict[str, dict], args, catalog: Catalog, chose
     binary = build_engine(catalog, tree_name, chosen, target=REFERENCE_MANAGER_TARGET)
     for m in served:
         mine = results[m]
-        bar = ui.ProgressLine(f"{m:>7}, the reference manager")
+        bar = ui.ProgressLine(say("serve_reference_manager", manager=f"{m:>7}"))
         theirs = run(binary, mine["trace"], m, catalog.limits.bench_timeout_seconds, mine["kv_blocks"], bar,
                      model=args.model, plain=False, seed=args.seed)
         mine["reference_manager_heap_per_step"] = theirs["heap_per_step"]["kv_cache_manager"]
-        print(ui.paint(f"  {m}: the reference manager makes {_per_step(theirs['heap_per_step']['kv_cache_manager'])} "
-                       "heap allocations per step", "dim"), file=talk, flush=True)
+        print(ui.paint(say("serve_reference_heap", manager=m,
+                           count=_per_step(theirs['heap_per_step']['kv_cache_manager'])), "dim"), file=talk, flush=True)
 
 
 def judged_by_digest(result: dict, plain: tuple[str, float] | None) -> tuple[str, float] | None:
@@ -947,13 +928,12 @@ def median_run(runs: list[dict]) -> dict:
 
 def serve_command(args, catalog: Catalog) -> bool:
     if args.compare and args.manager:
-        raise UsageError("--compare serves the trace with all three managers: leave out --manager")
+        raise UsageError(say("serve_compare_and_manager"))
     if args.sweep and (args.compare or args.manager or args.kv_blocks):
-        raise UsageError("--sweep serves the three managers over its own KV budgets: leave out --compare, "
-                         "--manager and --kv-blocks")
+        raise UsageError(say("serve_sweep_and_others"))
     repeat = args.repeat if args.repeat is not None else (3 if args.compare else 1)
     if repeat < 1:
-        raise UsageError(f"--repeat {repeat}: serve at least once")
+        raise UsageError(say("serve_repeat", repeat=repeat))
     require_sources()
     build.compilers_for(COMPILER)
     talk = sys.stderr if args.json else sys.stdout     # --json keeps standard output for the JSON
@@ -962,8 +942,8 @@ def serve_command(args, catalog: Catalog) -> bool:
     chosen = sources(catalog, Progress(), args.with_)
     if args.source:
         chosen = with_source(catalog, chosen, Path(args.source))
-    print(ui.paint(f"Building the serving engine optimised ({build.program(COMPILER)} -O2) with "
-                   + describe(chosen).replace("\n", "; and ") + "…", "dim"), file=talk, flush=True)
+    print(ui.paint(say("serve_building", compiler=build.program(COMPILER),
+                       what=describe(chosen).replace("\n", say("serve_and"))), "dim"), file=talk, flush=True)
     blame = any(s.yours for s in chosen)
     try:
         binary = build_engine(catalog, SOURCE_TREE if args.source else args.with_, chosen)
@@ -981,23 +961,24 @@ def serve_command(args, catalog: Catalog) -> bool:
     mine = [f"{s.exercise.id:02d}" for s in chosen if s.yours]
     for manager, result in results.items():
         picture = out_dir / (f"timeline-{manager}.svg" if args.compare else "timeline.svg")
-        title = {lang: w["title"].format(manager=manager, who=w["yours"].format(", ".join(mine)) if mine
+        title = {lang: w["title"].format(manager=manager, who=w["yours"].format(w["list"].join(mine)) if mine
                                          else w["references"]) for lang, w in TIMELINE_WORDS.items()}
         try:
             # The Chinese twin beside it (zh/), for the Chinese chapter.
             draw(result, picture, title["en"], {"zh": (title["zh"], out_dir / "zh" / picture.name)})
         except OSError as err:
-            raise UsageError(f"cannot write the timeline {shown(picture)}: {err.strerror or err}") from None
-        pictures.append(picture)
+            raise UsageError(say("serve_timeline_unwritable", file=shown(picture), why=err.strerror or err)) from None
+        # The learner is shown the timeline drawn in their language.
+        pictures.append(out_dir / "zh" / picture.name if language() == "zh" else picture)
     if args.json:
         listed = [results[m] for m in managers]
         print(json.dumps(listed if args.compare else listed[0]))
     else:
         print()
         print(compare_table(results) if args.compare else summary(results[managers[0]]))
-        print(ui.paint("Built with " + describe(chosen).replace("\n", "; and ") + ".", "dim"))
-        print(ui.paint("\nTimeline" + ("s" if len(pictures) > 1 else "") + ": " + ", ".join(map(shown, pictures))
-                       + f" (open {'them' if len(pictures) > 1 else 'it'} in a browser)", "dim"))
+        print(ui.paint(say("serve_built_with", what=describe(chosen).replace("\n", say("serve_and"))), "dim"))
+        print(ui.paint(say("serve_timelines" if len(pictures) > 1 else "serve_timeline",
+                           files=listing(map(shown, pictures))), "dim"))
     every = [(m, r) for m, rs in runs.items() for r in rs]
     return report_failures(every, blame, talk)
 
@@ -1009,17 +990,15 @@ def report_failures(every: list[tuple[str, dict]], blame: bool, talk) -> bool:
     unfinished = sorted({m for m, r in every if r["finished"] != r["requests"]})
     leaked = dict((m, r["leak"]) for m, r in every if r["leak"] is not None)
     if wrong:
-        print(ui.paint(_wrap(f"{ui.FAIL} {', '.join(wrong)}: " + MISMATCH), "red"), file=talk)
-        print(ui.indent(_wrap("Your headers are in the engine: serve `--with reference` to see the reference match, "
-                      "then judge yours again (`judge.py test N`); the KV cache manager (07) and the block pool "
-                      "(03) hand out the KV blocks." if blame else
-                      "This is the references' run: the kit itself is wrong; please report it."), "  ",
+        print(ui.paint(_wrap(then(f"{ui.FAIL} {listing(wrong)}" + say("lead_colon"), say("serve_mismatch"))), "red"),
+              file=talk)
+        print(ui.indent(_wrap(say("serve_yours_in_engine") if blame else say("serve_kit_wrong")), "  ",
                         max_lines=99), file=talk)
     if unfinished:
-        print(ui.paint(f"{ui.FAIL} {', '.join(unfinished)}: the engine stopped with requests unfinished.", "red"),
+        print(ui.paint(say("serve_unfinished", mark=ui.FAIL, managers=listing(unfinished)), "red"),
               file=talk)
     for manager, leak in leaked.items():
-        print(ui.paint(_wrap(f"{ui.FAIL} {manager}: once every request was done, {leak}."), "red"), file=talk)
+        print(ui.paint(_wrap(say("serve_leaked", mark=ui.FAIL, manager=manager, leak=leak)), "red"), file=talk)
     return not wrong and not unfinished and not leaked
 
 
@@ -1031,4 +1010,4 @@ def writable(folder: Path) -> None:
         probe.write_text("", encoding="utf-8")
         probe.unlink()
     except OSError as err:
-        raise UsageError(f"--out {shown(folder)}: cannot write there ({err.strerror or err})") from None
+        raise UsageError(say("serve_out_unwritable", folder=shown(folder), why=err.strerror or err)) from None

@@ -16,8 +16,9 @@ from ..core import build, judging
 from ..model.errors import UsageError
 from ..model.progress import Progress, digest
 from ..model.results import Verdict
+from ..model.words import say
 from .. import ui
-from ..model.catalog import ROOT, Catalog, Exercise
+from ..model.catalog import ROOT, Catalog, Exercise, shown, translated
 from ..model.files import write_atomically
 
 BACKUPS = ROOT / ".alloclab" / "backups"
@@ -68,25 +69,24 @@ def skeleton_source(exercise: Exercise) -> tuple[bytes, str]:
     """The skeleton's committed content, and a sentence saying where it came from."""
     rel = exercise.exercise_file.relative_to(ROOT).as_posix()
     if _git("rev-parse", "--is-inside-work-tree") != "true":
-        raise ResetError("this copy of the kit is not a git checkout, so the judge has no untouched copy of the "
-                         f"skeleton. Download {rel} again from the course's repository.")
+        raise ResetError(say("not_a_checkout", file=rel))
     candidates = []
     upstream = _git("rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}")
     if upstream:
         base = _git("merge-base", "HEAD", upstream)
         if base:
-            candidates.append((base, f"the commit your branch last shared with its upstream {upstream}"))
+            candidates.append((base, say("from_upstream", upstream=upstream)))
     head = _git("rev-parse", "HEAD")
     if head:
-        candidates.append((head, "HEAD, your branch's last commit" + ("" if upstream else " (it has no upstream)")))
+        candidates.append((head, say("from_head") + ("" if upstream else say("no_upstream"))))
     for commit, where in candidates:
         try:
             proc = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=ROOT, capture_output=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             continue
         if proc.returncode == 0:
-            return proc.stdout, f"{where}, {commit[:12]}"
-    raise ResetError(f"git has no committed version of {rel}, so there is nothing to reset it to")
+            return proc.stdout, say("commit_of", where=where, commit=commit[:12])
+    raise ResetError(say("no_skeleton", file=rel))
 
 
 def backup_path(exercise: Exercise, now: float | None = None) -> Path:
@@ -125,40 +125,34 @@ def reset_command(args, catalog: Catalog) -> bool:
     rel = exercise.exercise_file.relative_to(ROOT)
     changed, backup, where = reset(exercise)
     if not changed:
-        print(f"{rel} is already the untouched skeleton (as in {where}); nothing to do.")
+        print(say("already_skeleton", file=rel, where=where))
         return True
     progress = Progress()
     progress.restart(exercise)
     progress.save()
-    print(ui.paint(f"{ui.OK} {rel} is the untouched skeleton again", "green") + f" (from git: {where}).")
+    print(ui.paint(say("reset_done", mark=ui.OK, file=rel), "green") + say("reset_from", where=where))
     if backup is not None:
-        print(f"  Your previous file is kept as {backup.relative_to(ROOT)}")
-    print(f"  Start with stage 1: `python3 judge/judge.py test {exercise.id}` or `python3 judge/judge.py watch {exercise.id}`.")
+        print(say("backup_kept", file=backup.relative_to(ROOT)))
+    print(say("start_again", id=exercise.id))
     return True
 
 
 def solution_command(args, catalog: Catalog) -> bool:
-    exercise = catalog.resolve(args.exercise)
+    exercise = translated(catalog.resolve(args.exercise))
     rel = exercise.solution_file.relative_to(ROOT)
     progress = Progress()
     earned = progress.has_passed(exercise)
     if not earned and not args.force:
-        print(f"The reference for exercise {exercise.id:02d} unlocks once your own {exercise.header} passes every "
-              f"stage (`python3 judge/judge.py test {exercise.id}`).\n"
-              f"  Stuck? `python3 judge/judge.py hint {exercise.id}` gives the next hint, and "
-              f"chapters/{exercise.name}.md explains the design.\n"
-              f"  To read it anyway: `python3 judge/judge.py solution {exercise.id} --force` "
-              "(this is noted in your progress file).")
+        print(say("solution_locked", id=exercise.id, header=exercise.header, chapter=shown(exercise.reader_chapter)))
         return False
     try:
         text = exercise.solution_file.read_text(encoding="utf-8")
     except OSError as err:
-        raise UsageError(f"cannot read {rel}: {err.strerror or err}") from None
+        raise UsageError(say("unreadable", file=rel, why=err.strerror or err)) from None
     if not earned:
         progress.note(exercise, "solution_forced", time.strftime("%Y-%m-%dT%H:%M:%S"))
         progress.save()
-        print(ui.paint(f"Shown with --force before your file passed; noted in "
-                       f"{progress.path.relative_to(ROOT)}.", "yellow"))
-    print(ui.paint(f"Reference solution of exercise {exercise.id:02d} · {exercise.title} ({rel}):", "bold"))
+        print(ui.paint(say("solution_forced", file=progress.path.relative_to(ROOT)), "yellow"))
+    print(ui.paint(say("solution_heading", id=exercise.id, title=exercise.title, file=rel), "bold"))
     print(text, end="" if text.endswith("\n") else "\n")
     return True

@@ -3,11 +3,12 @@ per chapter with its hints and its self-check folded in after the task, and the 
 contracts (the skeletons' doc comments). The reference solutions are not in it; the
 maintainer's site (`docs --maintainer`) documents them instead, with their sources.
 
-The site has two sides, one Doxygen run each: the English in html/, and the Chinese edition in
-html/zh/ (README.zh.md as its main page, the Chinese chapters, the glossary), whose Doxygen
-writes its own words (menus, search) in Chinese. The contracts are documented on the English side
-only: they are written in English. Every page carries a switch, top right, to the same page on the
-other side, or to its main page where the page has no twin there.
+The site has two sides, one Doxygen run each, with the same pages: the English in html/, and the
+Chinese edition in html/zh/ (README.zh.md as its main page, the Chinese chapters, the Chinese
+instructors' guide), whose Doxygen writes its own words (menus, search) in Chinese. Both have the
+glossary, which is written in both languages, and the contracts, in the English of the skeletons'
+comments. Every page carries a switch, top right, to the same page on the other side, or to its
+main page where the page has no twin there.
 
 The chapters are not given to Doxygen as they are: each is copied into the output folder with its
 hints and quiz added, its links to files that are not pages of the site turned into plain paths
@@ -81,9 +82,10 @@ class Side:
 def sides(catalog: Catalog, maintainer: bool = False) -> tuple[Side, Side]:
     en = [ex.chapter.relative_to(ROOT).as_posix() for ex in catalog.exercises]
     zh = [(ZH / ex.chapter.name).relative_to(ROOT).as_posix() for ex in catalog.exercises]
-    english = ["README.md", *en, "docs/instructors.md"] + (["docs/authoring.md"] if maintainer else [])
+    english = ["README.md", *en, "docs/instructors.md", "docs/glossary.md"] + \
+        (["docs/authoring.md"] if maintainer else [])
     return (Side("en", "", "English", tuple(english), tuple(zip(en, catalog.exercises)), "English"),
-            Side("zh", "zh", "Chinese", ("README.zh.md", *zh, "docs/glossary.md"),
+            Side("zh", "zh", "Chinese", ("README.zh.md", *zh, "docs/zh/instructors.md", "docs/glossary.md"),
                  tuple(zip(zh, catalog.exercises)), "中文",
                  "由你亲手构建、在 sanitizer 下接受评判的 LLM 推理引擎内存分配器"))
 
@@ -106,8 +108,8 @@ def build_docs(catalog: Catalog, maintainer: bool = False, out: Path | None = No
     both = sides(catalog, maintainer)
     for side, other in (both, both[::-1]):
         work = out / ("src" if side.lang == "en" else f"src-{side.lang}")
-        try:   # the contracts are documented on the English side only
-            inputs = stage(catalog, work, maintainer) if side.lang == "en" else stage_side(side, other, work, [])
+        try:   # the contracts are documented on both sides, in the English they are written in
+            inputs = stage_side(side, other, work, headers(catalog, maintainer))
         except (CatalogError, OSError) as err:
             return False, f"cannot prepare the pages: {err}"
         config = out / ("Doxyfile" if side.lang == "en" else f"Doxyfile.{side.lang}")
@@ -117,6 +119,7 @@ def build_docs(catalog: Catalog, maintainer: bool = False, out: Path | None = No
         if result.returncode != 0 or warnings:
             return False, warnings or result.stdout.text()[-2000:] or f"doxygen exited with {result.returncode}"
         _figures_as_images(out / "html" / side.folder)
+        _sidebar_at_load(out / "html" / side.folder)
     for side, other in (both, both[::-1]):
         add_switches(out / "html", side, other)
     leaked = sorted(s for s in documented_sources(out / "html") if s.startswith("solutions/"))
@@ -204,6 +207,43 @@ def _figures_as_images(site: Path) -> None:
             page.write_text(shown, encoding="utf-8")
 
 
+_TREE_DATA = re.compile(r"^var (\w+) =\s*[\[{]", re.M)
+_TREE_SCRIPT = '<script type="text/javascript" src="navtree.js"></script>'
+# Doxygen's side bar fetches its data (navtreeindexN.js, and a script per folded part of the tree)
+# by adding <script> elements once the page has loaded, and draws the tree when they arrive: a
+# page is shown, and a screenshot taken, with the side bar still empty. The page loads that data
+# with itself instead, and the side bar's fetch finds it there and goes on at once.
+_TREE_AT_LOAD = """<script type="text/javascript">
+navTreeSubIndices = [{indices}];
+(function () {{
+  var fetch = getScript;
+  getScript = function (name, then, show) {{
+    var data = name.substring(name.lastIndexOf('/') + 1).replace(/\\-/g, '_');
+    if (typeof window[data] !== 'undefined') then(); else fetch(name, then, show);
+  }};
+}})();
+</script>"""
+
+
+def _sidebar_at_load(site: Path) -> None:
+    """Every page of a side loads its side bar's data with itself, so that the tree is drawn as
+    the page loads (see _TREE_AT_LOAD)."""
+    data = []
+    for script in sorted(site.glob("*.js")):
+        found = _TREE_DATA.search(script.read_text(encoding="utf-8", errors="replace"))
+        if found and found.group(1) in (script.stem.replace("-", "_"), script.stem.upper()):
+            data.append(script.name)
+    indices = sorted((n for n in data if re.fullmatch(r"navtreeindex\d+\.js", n)), key=lambda n: int(n[12:-3]))
+    if not data:
+        return
+    loads = "".join(f'\n<script type="text/javascript" src="{name}"></script>' for name in data)
+    at_load = _TREE_AT_LOAD.format(indices=", ".join(n[:-3].upper() for n in indices))
+    for page in site.glob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if _TREE_SCRIPT in text:
+            page.write_text(text.replace(_TREE_SCRIPT, _TREE_SCRIPT + loads + "\n" + at_load, 1), encoding="utf-8")
+
+
 def _declared_width(svg: Path) -> str:
     """The width an SVG asks for in pixels; empty when it gives a viewBox only (it then fills the column)."""
     try:
@@ -225,11 +265,15 @@ def documented_sources(site: Path) -> set[str]:
 
 # ---- the pages ---------------------------------------------------------------------------------
 
+def headers(catalog: Catalog, maintainer: bool) -> list[Path]:
+    """The headers a site documents: the skeletons' contracts, or the maintainer's references."""
+    return [ex.solution_file if maintainer else ex.exercise_file for ex in catalog.exercises]
+
+
 def stage(catalog: Catalog, src: Path, maintainer: bool) -> list[Path]:
     """The English side's inputs (see stage_side), staged into src."""
     english, chinese = sides(catalog, maintainer)
-    headers = [ex.solution_file if maintainer else ex.exercise_file for ex in catalog.exercises]
-    return stage_side(english, chinese, src, headers)
+    return stage_side(english, chinese, src, headers(catalog, maintainer))
 
 
 def stage_side(side: Side, other: Side, src: Path, headers: list[Path]) -> list[Path]:

@@ -44,10 +44,11 @@ class Edition:
 
 
 def editions(catalog: Catalog) -> list[Edition]:
-    """Every English page that has a Chinese edition to keep: the README and the chapters."""
+    """Every English page that has a Chinese edition to keep: the README, the chapters and the
+    instructors' guide."""
     pages = [Edition(ROOT / "README.md", README_ZH)]
     pages += [Edition(ex.chapter, ZH / ex.chapter.name) for ex in catalog.exercises]
-    return pages
+    return pages + [Edition(ROOT / "docs" / "instructors.md", ROOT / "docs" / "zh" / "instructors.md")]
 
 
 def digest(path: Path) -> str:
@@ -66,7 +67,73 @@ def problems(catalog: Catalog) -> list[str]:
     for ex in catalog.exercises:
         if ex.quiz_file.is_file():   # a missing English quiz is the course's problem, reported there
             found += quiz_problems(ex, ZH / ex.quiz_file.name)
+    return found + chinese_punctuation_problems()
+
+
+# Chinese punctuation carries its own space: a space after it is a slip (`显存还回去； SIMD`), and so
+# is an ASCII comma between Chinese words (`阶段 1 的 3 条, 阶段 3 的 1 条`).
+_SPACE_AFTER = re.compile(r"[，。、：；！？（）「」『』《》][ \t]+(?=[^\s|])")
+_ASCII_COMMA = re.compile(r"[\u4e00-\u9fff][ \t]*,[ \t]*[\u4e00-\u9fff]")
+
+
+def punctuation(text: str) -> list[str]:
+    """The slips of Chinese punctuation in `text` (its fenced code blocks left out), each quoted
+    with a few characters around it."""
+    lines = text.split("\n")
+    prose = "\n".join(line for line, outside in zip(lines, outside_code(lines)) if outside)
+    found = []
+    for pattern, what in ((_SPACE_AFTER, "a space after full-width punctuation"),
+                          (_ASCII_COMMA, "an ASCII comma between Chinese words (、 or ，)")):
+        for m in pattern.finditer(prose):
+            found.append(f"{what}: `{prose[max(m.start() - 6, 0):m.end() + 6].strip()}`")
     return found
+
+
+def chinese_words() -> dict[str, str]:
+    """Every Chinese text the learner reads, by where it is: the pages, the catalog's and the
+    quizzes' words, and the judge's own words (its messages, the command line's, the figures')."""
+    from ..learner import memory_map, serve
+    from ..model import words
+    texts = {shown(path): path.read_text(encoding="utf-8")
+             for path in [README_ZH, GLOSSARY, *sorted(ZH.glob("*.md")), *sorted(ZH.glob("*.quiz.toml")), ZH_CATALOG,
+                          ROOT / "docs" / "zh" / "instructors.md"]
+             if path.is_file()}
+    tables = {"words.WORDS": {k: zh for k, (_, zh) in words.WORDS.items()}, "words.COMMAND_LINE": words.COMMAND_LINE,
+              "words.SERVE_ROWS": words.SERVE_ROWS, "serve.TIMELINE_WORDS": serve.TIMELINE_WORDS["zh"],
+              "serve.SWEEP_WORDS": serve.SWEEP_WORDS["zh"], "memory_map.WORDS": memory_map.WORDS["zh"]}
+    for table, entries in tables.items():
+        for key, value in entries.items():
+            for i, text in enumerate(value.values() if isinstance(value, dict) else
+                                     value if isinstance(value, tuple) else [value]):
+                if isinstance(text, str):
+                    texts[f"{table}[{key!r}]" + (f"[{i}]" if not isinstance(value, str) else "")] = text
+    return texts
+
+
+def chinese_punctuation_problems(texts: dict[str, str] | None = None) -> list[str]:
+    """A line for each slip of Chinese punctuation in `texts` ({where: text}; every Chinese text
+    the learner reads unless told). The TOML files are read as their values, so that a line
+    continued with a backslash is judged as the learner reads it."""
+    texts = chinese_words() if texts is None else texts
+    found = []
+    for where, text in texts.items():
+        if where.endswith(".toml"):
+            try:
+                text = "\n".join(_strings(tomllib.loads(text)))
+            except tomllib.TOMLDecodeError:
+                continue   # reported as unreadable by the catalog's and the quiz's checks
+        found += [f"{where}: {p}" for p in punctuation(text)]
+    return found
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def page_problems(page: Edition) -> list[str]:

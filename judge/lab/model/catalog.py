@@ -185,7 +185,7 @@ class Catalog:
         for ex in self.exercises:
             if key in (str(ex.id), f"{ex.id:02d}", ex.slug, ex.name):
                 return ex
-        known = ", ".join(f"{ex.id} ({ex.slug})" for ex in self.exercises)
+        known = words.listing(f"{ex.id} ({ex.slug})" for ex in self.exercises)
         raise CatalogError(words.say("no_exercise", name=name, known=known))
 
 
