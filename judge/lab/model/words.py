@@ -552,7 +552,10 @@ COMMAND_LINE: dict[str, str] = {
     "every exercise in order, with your progress": "按顺序列出全部练习和你的进度",
     "build and run an exercise's staged tests": "编译并运行一个练习的分阶段测试",
     "the next hint for the first failing test of an exercise (its own hints, then its stage's), one more each "
-    "time": "给出练习中第一个失败测试的下一条提示（先给这个测试自己的，再给所在阶段的），每次多给一条",
+    "time; --all shows again those you took":
+        "给出练习中第一个失败测试的下一条提示（先给这个测试自己的，再给所在阶段的），每次多给一条；--all 重新显示你已看过的提示",
+    "show again every hint you have taken for the exercise, stage by stage, and take no new one":
+        "按阶段重新显示你在这个练习中已看过的全部提示，不再多给新的",
     "the chapter's self-check: a few questions, each explained once you answer":
         "本章的自测：几道题，答完一题就讲解一题",
     "judge an exercise each time you save it, and move on when it passes":
