@@ -475,7 +475,7 @@ class CommandTest(unittest.TestCase):
         paged = serve.median_run([result(tokens_per_second=v) for v in (1800.0, 2400.0, 1500.0)])
         measured = dict((what, value) for what, value, *_ in serve.ratios({"reserve": chosen, "paged": paged}))
         self.assertAlmostEqual(measured["paged ÷ reserve, tokens/s"], 1.8)
-        self.assertEqual(serve.spread(paged, chosen), (1.5, 2.0))
+        self.assertEqual(verdict.speed(paged, chosen).band, (1.5, 2.0))
 
     def test_a_run_wrong_in_any_repetition_fails(self):
         calls = []

@@ -514,19 +514,6 @@ def _ratio(a, b) -> float | None:
     return a / b if _is_number(a) and _is_number(b) and b else None
 
 
-def speed(result: dict) -> float:
-    """A manager's tokens/s: the median of its repetitions (--compare's `runs_tokens_per_second`)."""
-    return statistics.median(result.get("runs_tokens_per_second") or [result["tokens_per_second"]])
-
-
-def spread(over: dict, under: dict) -> tuple[float, float] | None:
-    """The least and the greatest ratio of two managers' tokens/s, repetition by repetition (each
-    pair served side by side); None with a single run."""
-    a, b = over.get("runs_tokens_per_second") or [], under.get("runs_tokens_per_second") or []
-    pairs = [x / y for x, y in zip(a, b) if y]
-    return (min(pairs), max(pairs)) if len(pairs) > 1 else None
-
-
 # The tokens/s ratios --compare measures (over, under): the machine's figures, never judged.
 SPEEDS = (("paged ÷ reserve, tokens/s", "paged", "reserve"), ("prefix ÷ paged, tokens/s", "prefix", "paged"))
 
@@ -539,7 +526,7 @@ def ratios(results: dict[str, dict]) -> list[tuple[str, float | None, str, bool 
     out = []
     for what, over, under in SPEEDS:
         if over in results and under in results:
-            out.append((what, _ratio(speed(results[over]), speed(results[under])), "", None))
+            out.append((what, verdict.speed(results[over], results[under]).ratio, "", None))
     for manager in COMPARED:
         if (r := results.get(manager)) is not None:
             value = _ratio(r["heap_allocations_per_step"], r["plain_heap_allocations_per_step"])
