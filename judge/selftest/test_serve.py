@@ -702,7 +702,10 @@ class VerdictTest(unittest.TestCase):
         def run(rows: float) -> dict:   # every step reads 90 MB of weights; 2 FLOPs a weight a row
             return result(roofline=dict(roof, rows_per_decode_step=rows, bytes_per_decode_step=90e6,
                                         flops_per_decode_step=2 * 22.5e6 * rows))
-        self.assertAlmostEqual(verdict.turning_batch(run(3)), 12.0)
+        self.assertAlmostEqual(verdict.turning_batch(run(3), verdict.peaks([run(3)])), 12.0)
+        slowed = result(roofline=dict(run(6)["roofline"], peak_bytes_per_second=10e9))
+        self.assertAlmostEqual(verdict.speed(slowed, run(3)).expected, 2.0,
+                               "a ceiling measured under load gives way to the best one measured")
         # Both bound by memory: the step costs the same, so the ratio is the batches' ratio.
         self.assertAlmostEqual(verdict.speed(run(6), run(3)).expected, 2.0)
         # Past the turn the step grows with the batch: twelve rows buy four times three, 24 no more.

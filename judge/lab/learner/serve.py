@@ -574,10 +574,11 @@ def compare_verdict(results: dict[str, dict]) -> list[str]:
             lines += ["  " + line for line in verdict.check_lines(manager, checks, ui.mark)]
     lines.append("")
     lines.append(ui.paint(verdict.say("speed_title"), "bold"))
+    ceilings = verdict.peaks(list(results.values()))   # one machine for every ratio
     for what, over, under in SPEEDS:
         if over in results and under in results:
-            lines.append(ui.indent(_wrap(verdict.speed_line(what, verdict.speed(results[over], results[under])), 96),
-                                   "  ", max_lines=99))
+            measured = verdict.speed(results[over], results[under], ceilings)
+            lines.append(ui.indent(_wrap(verdict.speed_line(what, measured), 96), "  ", max_lines=99))
     load = next((r["load"] for r in results.values() if r.get("load")), None)
     for extra in (verdict.machine_line(results),
                   verdict.load_line(verdict.Load(load["load_before"], load["load_after"], load["cores"])) if load
@@ -851,6 +852,7 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
     """--sweep: the three managers at KV budgets from the smallest `reserve` can run at (its
     default) to SWEEP_FACTORS[-1] times that, one run each, every run's tokens compared with the
     plain engine's by digest; a table, and sweep.svg."""
+    before = verdict.load_average()
     first = serve_managers(binary, args, catalog, ("reserve",), 1, None, blame, talk)["reserve"][0]
     plain = judged_by_digest(first, None)
     points = []
@@ -879,6 +881,9 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
     else:
         print()
         print(sweep_table(points))
+        # One run a point: the load says how far its tokens/s can be trusted; the batches are exact.
+        if load := verdict.load_line(verdict.measured_load(before, verdict.load_average())):
+            print(ui.paint(ui.indent(_wrap(load, 96), "  ", max_lines=99), "dim"))
         print(ui.paint(f"\nThe sweep: {shown(picture)} (open it in a browser)", "dim"))
     return report_failures([(p["manager"], p) for p in points], blame, talk)
 

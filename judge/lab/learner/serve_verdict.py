@@ -98,41 +98,52 @@ def overlap(a: list[float], b: list[float]) -> bool:
     return max(min(a), min(b)) <= min(max(a), max(b))
 
 
-def speed(over: dict, under: dict) -> Speed:
+def speed(over: dict, under: dict, ceilings: tuple[float, float] | None = None) -> Speed:
+    """`over` ÷ `under`; the roofline's expectation at `ceilings` (bandwidth, FLOP rate), by
+    default the best the two measured."""
     a, b = runs_of(over), runs_of(under)
     ratio = statistics.median(a) / statistics.median(b) if statistics.median(b) else None
     pairs = [x / y for x, y in zip(a, b) if y]
     band = (min(pairs), max(pairs)) if len(pairs) > 1 else None
     noisy = overlap(a, b) if len(a) > 1 and len(b) > 1 else None
-    expected_over, expected_under = roofline_rate(over), roofline_rate(under)
+    ceilings = ceilings or peaks([over, under])
+    expected_over, expected_under = roofline_rate(over, ceilings), roofline_rate(under, ceilings)
     expected = expected_over / expected_under if expected_over and expected_under else None
     return Speed(ratio, band, noisy, expected)
 
 
-def roofline_rate(result: dict) -> float | None:
-    """The decode tokens per second the roofline allows the run's decode-only steps: each step
-    takes at least its bytes over the measured bandwidth and its FLOPs over the measured FLOP
-    rate, whichever is longer, and yields one token per row. A ceiling that no real step
-    reaches (attention, the sampler and the scheduler cost time too), but the ratio of two
-    managers' ceilings says what the machine lets their batches buy."""
-    r = result.get("roofline")
-    if not r or not r.get("rows_per_decode_step") or not r["peak_bytes_per_second"] or not r["peak_flops_per_second"]:
+def peaks(results: list[dict]) -> tuple[float, float] | None:
+    """This machine's bandwidth and FLOP rate: the best each run measured, since a measurement can
+    only be slowed by the machine's other work, never sped up. One pair for every manager, so
+    that their ceilings differ by their batches alone."""
+    roofs = [r["roofline"] for r in results if r.get("roofline")]
+    if not roofs or not all(r["peak_bytes_per_second"] and r["peak_flops_per_second"] for r in roofs):
         return None
-    seconds = max(r["bytes_per_decode_step"] / r["peak_bytes_per_second"],
-                  r["flops_per_decode_step"] / r["peak_flops_per_second"])
+    return max(r["peak_bytes_per_second"] for r in roofs), max(r["peak_flops_per_second"] for r in roofs)
+
+
+def roofline_rate(result: dict, ceilings: tuple[float, float] | None) -> float | None:
+    """The decode tokens per second the roofline allows the run's decode-only steps: each step
+    takes at least its bytes over the bandwidth and its FLOPs over the FLOP rate (`ceilings`),
+    whichever is longer, and yields one token per row. A ceiling that no real step reaches
+    (attention, the sampler and the scheduler cost time too), but the ratio of two managers'
+    ceilings says what the machine lets their batches buy."""
+    r = result.get("roofline")
+    if not r or not r.get("rows_per_decode_step") or ceilings is None:
+        return None
+    seconds = max(r["bytes_per_decode_step"] / ceilings[0], r["flops_per_decode_step"] / ceilings[1])
     return r["rows_per_decode_step"] / seconds if seconds > 0 else None
 
 
-def turning_batch(result: dict) -> float | None:
+def turning_batch(result: dict, ceilings: tuple[float, float] | None) -> float | None:
     """The rows per decode step past which this machine computes longer than it reads: the
     batch where a decode step turns from memory-bound to compute-bound, and a larger batch
     stops being nearly free."""
     r = result.get("roofline")
-    if not r or not r.get("rows_per_decode_step") or not r["flops_per_decode_step"]:
+    if not r or not r.get("rows_per_decode_step") or not r["flops_per_decode_step"] or ceilings is None:
         return None
     flops_per_row = r["flops_per_decode_step"] / r["rows_per_decode_step"]
-    read_seconds = r["bytes_per_decode_step"] / r["peak_bytes_per_second"]
-    return read_seconds * r["peak_flops_per_second"] / flops_per_row
+    return r["bytes_per_decode_step"] / ceilings[0] * ceilings[1] / flops_per_row
 
 
 @dataclass(frozen=True)
@@ -187,10 +198,12 @@ WORDS = {
         "clear": "the runs do not overlap",
         "single": "one run each: serve more (--repeat) to see the spread",
         "expected": "; the roofline of this machine allows up to {:.2f}×",
-        "machine": "This machine: {bw:.1f} GB/s read from memory and {flops:.0f} GFLOP/s of the engine's matmul, so a "
+        "machine": "This machine, the best of the runs: {bw:.1f} GB/s read from memory and {flops:.0f} GFLOP/s of the "
+                   "engine's matmul, so a "
                    "decode step turns compute-bound at about {turn:.0f} rows; the batches here: {batches}.",
         "load": "Load: a 1-minute load average of {before:.1f} before the runs and {after:.1f} after, on {cores} cores.",
-        "busy": " Other programs shared the cores: the tokens/s measure the load as much as the managers.",
+        "busy": " Other programs shared the cores: the tokens/s, and this machine's ceilings measured beside them, "
+                "measure the load as much as the managers.",
         "ratio_depends": "The ratio depends on the machine (how far a decode step stays bound by memory as its "
                          "batch grows) and on its load, not on your code: a ✗ marks only what your manager decides.",
         "allocators_title": "What your allocators did in this run:",
@@ -230,10 +243,10 @@ WORDS = {
         "clear": "各次运行没有重叠",
         "single": "每个管理器只运行了一次：多运行几次（--repeat）才能看到波动",
         "expected": "；按这台机器的 roofline，最多可达 {:.2f}×",
-        "machine": "这台机器：内存读取 {bw:.1f} GB/s，引擎的矩阵乘法 {flops:.0f} GFLOP/s，所以 decode 步在约 {turn:.0f} "
+        "machine": "这台机器（各次运行中最好的一次）：内存读取 {bw:.1f} GB/s，引擎的矩阵乘法 {flops:.0f} GFLOP/s，所以 decode 步在约 {turn:.0f} "
                    "行时转为受计算限制；这里的 batch：{batches}。",
         "load": "负载：运行前 1 分钟平均负载 {before:.1f}，运行后 {after:.1f}，共 {cores} 个核。",
-        "busy": "其他程序也在用这些核：每秒 token 数反映的既是管理器，也是负载。",
+        "busy": "其他程序也在用这些核：每秒 token 数以及同时测得的本机上限，反映的既是管理器，也是负载。",
         "ratio_depends": "这个比值取决于机器（batch 变大时 decode 步能在多大范围内仍受内存限制）和它的负载，"
                          "而不取决于你的代码：✗ 只标在你的管理器所决定的数字上。",
         "allocators_title": "你的分配器在这次运行中做了什么：",
@@ -305,15 +318,13 @@ def speed_line(what: str, s: Speed) -> str:
 def machine_line(results: dict[str, dict]) -> str | None:
     """What this machine can do, and where its decode steps turn compute-bound, beside the
     managers' batches."""
-    first = next(iter(results.values()))
-    r = first.get("roofline")
-    turn = turning_batch(first)
-    if not r or turn is None:
+    ceilings = peaks(list(results.values()))
+    turn = turning_batch(next(iter(results.values())), ceilings)
+    if turn is None:
         return None
     batches = ", ".join(f"{m} {res['roofline']['rows_per_decode_step']:.1f}" for m, res in results.items()
                         if res.get("roofline") and res["roofline"].get("rows_per_decode_step"))
-    return say("machine", bw=r["peak_bytes_per_second"] / 1e9, flops=r["peak_flops_per_second"] / 1e9, turn=turn,
-               batches=batches)
+    return say("machine", bw=ceilings[0] / 1e9, flops=ceilings[1] / 1e9, turn=turn, batches=batches)
 
 
 def load_line(load: Load | None) -> str | None:
