@@ -503,7 +503,7 @@ def allocators_part(result: dict, mine: list[str] | None) -> list[str]:
     if not found:
         return []
     title = verdict.say("allocators_title" if mine else "allocators_reference_title")
-    return [ui.paint(title, "bold")] + [ui.indent(_wrap(line, 96), "  ", max_lines=99) for line in found]
+    return [ui.paint(title, "bold")] + [ui.indent(ui.wrap(line, 96), "  ", max_lines=99) for line in found]
 
 
 def _wrap(text: str, width: int = 100) -> str:
@@ -578,13 +578,13 @@ def compare_verdict(results: dict[str, dict]) -> list[str]:
     for what, over, under in SPEEDS:
         if over in results and under in results:
             measured = verdict.speed(results[over], results[under], ceilings)
-            lines.append(ui.indent(_wrap(verdict.speed_line(what, measured), 96), "  ", max_lines=99))
+            lines.append(ui.indent(ui.wrap(verdict.speed_line(what, measured), 96), "  ", max_lines=99))
     load = next((r["load"] for r in results.values() if r.get("load")), None)
     for extra in (verdict.machine_line(results),
                   verdict.load_line(verdict.Load(load["load_before"], load["load_after"], load["cores"])) if load
                   else None, verdict.say("ratio_depends")):
         if extra:
-            lines.append(ui.paint(ui.indent(_wrap(extra, 96), "  ", max_lines=99), "dim"))
+            lines.append(ui.paint(ui.indent(ui.wrap(extra, 96), "  ", max_lines=99), "dim"))
     return lines
 
 
@@ -883,7 +883,7 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
         print(sweep_table(points))
         # One run a point: the load says how far its tokens/s can be trusted; the batches are exact.
         if load := verdict.load_line(verdict.measured_load(before, verdict.load_average())):
-            print(ui.paint(ui.indent(_wrap(load, 96), "  ", max_lines=99), "dim"))
+            print(ui.paint(ui.indent(ui.wrap(load, 96), "  ", max_lines=99), "dim"))
         print(ui.paint(f"\nThe sweep: {shown(picture)} (open it in a browser)", "dim"))
     return report_failures([(p["manager"], p) for p in points], blame, talk)
 
