@@ -21,7 +21,7 @@ from lab.core import build
 from lab.learner import serve
 from lab.learner import serve_verdict as verdict
 from lab.model import catalog as cat
-from lab.model import words
+from lab.model import schema, words
 from lab.model.errors import UsageError
 from lab.model.progress import Progress, digest
 from lab.model.results import Diagnostic
@@ -425,6 +425,18 @@ class CommandTest(unittest.TestCase):
                          "each timeline has its Chinese twin")
         ok, out, _ = self.serve("--compare")
         self.assertIn("paged ÷ reserve, tokens/s", out)
+
+    def test_compare_json_keeps_what_it_judged_as_the_schema_describes(self):
+        ok, out, _ = self.serve("--compare", "--json", "--with", "reference")
+        self.assertTrue(ok)
+        described = json.loads(serve.SCHEMA.read_text(encoding="utf-8"))
+        data = {d["manager"]: d for d in json.loads(out)}
+        for manager, d in data.items():
+            self.assertEqual(schema.errors(d, described), [], manager)
+        self.assertEqual({c["what"] for c in data["prefix"]["judged"]},
+                         {"mean_batch", "kv_utilization", "preemptions", "prefix_hit_rate", "prefill_tokens"})
+        self.assertTrue(all(c["met"] for c in data["paged"]["judged"] + data["prefix"]["judged"]))
+        self.assertNotIn("judged", data["reserve"], "reserve is the kit's manager, not the learner's")
 
     def test_compare_serves_the_managers_in_turn_three_times_and_shows_the_medians(self):
         ok, out, _ = self.serve("--compare", "--json")
