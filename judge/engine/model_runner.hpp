@@ -126,7 +126,13 @@ class ModelRunner {
   [[nodiscard]] std::size_t reserved_bytes() const noexcept { return last_reserved_; }
   [[nodiscard]] std::size_t allocated_bytes() const noexcept { return last_allocated_; }
   /// Heap allocations made by the caching allocator since the last call (read once a step is done).
-  [[nodiscard]] std::uint64_t take_allocator_heap() noexcept { return std::exchange(allocator_heap_, 0); }
+  [[nodiscard]] std::uint64_t take_allocator_heap() noexcept {
+    caching_heap_ += allocator_heap_;
+    return std::exchange(allocator_heap_, 0);
+  }
+  /// The caching allocator's heap allocations in the run; the KV buffer's bytes.
+  [[nodiscard]] std::uint64_t caching_heap() const noexcept { return caching_heap_ + allocator_heap_; }
+  [[nodiscard]] std::size_t kv_bytes() const noexcept { return kv_.size() * sizeof(float); }
 
  private:
   void loop() {
@@ -187,6 +193,7 @@ class ModelRunner {
   TopK top_;  // the sampling scratch
   std::size_t last_reserved_ = 0, last_allocated_ = 0;
   std::uint64_t allocator_heap_ = 0;  // the caching allocator's, on the runner's thread
+  std::uint64_t caching_heap_ = 0;    // and before the last take
 
   std::thread thread_;
   std::mutex mutex_;

@@ -35,6 +35,21 @@ struct TimeSplit {
   long decode_step_rows = 0, decode_step_context = 0;  // in the decode-only steps: rows, and the tokens they attend to
 };
 
+/// What each of the kit's allocators did in the served run, so that `serve` can tell a learner what
+/// their own code was asked to do: counted where the engine calls it, never by the allocator.
+struct AllocatorUse {
+  long arena_arrays = 0, arena_resets = 0;            // 01: arrays taken from the arena; resets (one a step)
+  std::size_t arena_peak_bytes = 0, arena_capacity_bytes = 0;  // its peak(), its capacity()
+  long pool_created = 0;                              // 02: sequence objects created (arrivals and forks)
+  std::size_t pool_peak_live = 0;                     // the most alive at once
+  std::uint64_t pool_heap_allocations = 0;            // operator new calls the pool made (its chunks)
+  std::uint64_t caching_heap_allocations = 0;         // 04: the caching allocator's own bookkeeping
+  std::size_t kv_buffer_bytes = 0;                    // 05: the KV buffer, in aligned rows
+  std::size_t step_lists_peak_bytes = 0, step_lists_upstream_bytes = 0;  // 05: ArenaResource: the most a step used; spilled
+  std::size_t ring_bytes = 0, ring_peak_step_bytes = 0, ring_capacity_bytes = 0;  // 06: bytes packed in all; the most in a step
+  std::size_t evictions = 0;                          // 07: cached blocks evicted to make room
+};
+
 struct RunStats {
   int requests = 0, finished = 0;
   long generated_tokens = 0;
@@ -54,6 +69,7 @@ struct RunStats {
   std::string leak;  // what the block manager still held once every request was done; empty when nothing
   Latency latency;
   TimeSplit split;
+  AllocatorUse allocators;
   std::vector<StepRecord> timeline;
 };
 

@@ -113,7 +113,13 @@ class Scheduler {
   [[nodiscard]] int sequences_made() const noexcept { return next_id_; }
   [[nodiscard]] std::size_t live_sequences() const { return sequences_.live(); }
   /// Heap allocations made by the sequence pool since the last call.
-  [[nodiscard]] std::uint64_t take_allocator_heap() noexcept { return std::exchange(allocator_heap_, 0); }
+  [[nodiscard]] std::uint64_t take_allocator_heap() noexcept {
+    pool_heap_ += allocator_heap_;
+    return std::exchange(allocator_heap_, 0);
+  }
+  /// The sequence pool's heap allocations in the run, and the most sequences alive at once.
+  [[nodiscard]] std::uint64_t pool_heap() const noexcept { return pool_heap_ + allocator_heap_; }
+  [[nodiscard]] std::size_t peak_live() const noexcept { return peak_live_; }
   [[nodiscard]] Outputs take_outputs() { return std::move(outputs_); }
 
  private:
@@ -132,7 +138,9 @@ class Scheduler {
   template <class... Args>
   Sequence* new_sequence(Args&&... args) {
     HeapTally t(o_.heap_count, allocator_heap_);
-    return sequences_.create(std::forward<Args>(args)...);
+    Sequence* s = sequences_.create(std::forward<Args>(args)...);
+    peak_live_ = std::max(peak_live_, sequences_.live());
+    return s;
   }
 
   /// Every running sequence decodes one token, oldest first. When no block is left, the newest
@@ -258,6 +266,8 @@ class Scheduler {
   std::vector<int> samples_left_;  // per request: samples not yet finished
   int next_id_ = 0, watermark_ = 1;
   std::uint64_t allocator_heap_ = 0;  // the sequence pool's heap allocations, since the last take
+  std::uint64_t pool_heap_ = 0;       // and before it
+  std::size_t peak_live_ = 0;
 };
 
 }  // namespace alloclab::engine

@@ -262,9 +262,21 @@ void print_time_split(const TimeSplit& t, const ModelConfig& config, const Ceili
   const double secs = t.decode_seconds > 0 ? t.decode_seconds : 1;
   std::printf("\"roofline\": {\"peak_bytes_per_second\": %.4g, \"peak_flops_per_second\": %.4g, "
               "\"decode_bytes_per_second\": %.4g, \"decode_flops_per_second\": %.4g, \"bytes_per_decode_step\": %.4g, "
-              "\"flops_per_decode_step\": %.4g}, ",
+              "\"flops_per_decode_step\": %.4g, \"rows_per_decode_step\": %.4g}, ",
               ceilings->bytes_per_second, ceilings->flops_per_second, d.bytes / secs, d.flops / secs,
-              t.decode_steps ? d.bytes / t.decode_steps : 0.0, t.decode_steps ? d.flops / t.decode_steps : 0.0);
+              t.decode_steps ? d.bytes / t.decode_steps : 0.0, t.decode_steps ? d.flops / t.decode_steps : 0.0,
+              t.decode_steps ? static_cast<double>(t.decode_step_rows) / t.decode_steps : 0.0);
+}
+
+void print_allocators(const AllocatorUse& u) {
+  std::printf("\"allocators\": {\"arena_arrays\": %ld, \"arena_resets\": %ld, \"arena_peak_bytes\": %zu, "
+              "\"arena_capacity_bytes\": %zu, \"pool_created\": %ld, \"pool_peak_live\": %zu, "
+              "\"pool_heap_allocations\": %" PRIu64 ", \"caching_heap_allocations\": %" PRIu64 ", "
+              "\"kv_buffer_bytes\": %zu, \"step_lists_peak_bytes\": %zu, \"step_lists_upstream_bytes\": %zu, "
+              "\"ring_bytes\": %zu, \"ring_peak_step_bytes\": %zu, \"ring_capacity_bytes\": %zu, \"evictions\": %zu}, ",
+              u.arena_arrays, u.arena_resets, u.arena_peak_bytes, u.arena_capacity_bytes, u.pool_created, u.pool_peak_live,
+              u.pool_heap_allocations, u.caching_heap_allocations, u.kv_buffer_bytes, u.step_lists_peak_bytes,
+              u.step_lists_upstream_bytes, u.ring_bytes, u.ring_peak_step_bytes, u.ring_capacity_bytes, u.evictions);
 }
 
 void print_timeline(const std::vector<StepRecord>& tl) {
@@ -312,6 +324,7 @@ void print_json(const Args& a, const Trace& trace, const ModelConfig& config, co
               s.cpu_seconds > 0 ? static_cast<double>(generated) / s.cpu_seconds : 0.0);
   print_latency(s.latency);
   print_time_split(s.split, config, ceilings);
+  print_allocators(s.allocators);
   print_timeline(s.timeline);
   std::printf("}\n");
 }

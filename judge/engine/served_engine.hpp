@@ -73,6 +73,16 @@ class ServedEngine {
     stats.cpu_seconds = process_cpu_seconds() - cpu_start;
     stats.requests = static_cast<int>(trace_.requests.size());
     stats.device_mallocs = runner_.device_mallocs();
+    use_.arena_peak_bytes = arena_.peak();
+    use_.arena_capacity_bytes = arena_.capacity();
+    use_.pool_created = scheduler_.sequences_made();
+    use_.ring_capacity_bytes = ModelRunner::kRingBytes;
+    use_.kv_buffer_bytes = runner_.kv_bytes();
+    use_.evictions = manager_->stats().evictions;
+    stats.allocators = use_;
+    stats.allocators.pool_peak_live = scheduler_.peak_live();
+    stats.allocators.pool_heap_allocations = scheduler_.pool_heap();
+    stats.allocators.caching_heap_allocations = runner_.caching_heap();
     return scheduler_.take_outputs();
   }
 
@@ -139,13 +149,22 @@ class ServedEngine {
     if (batch.empty()) return 0;
     const StepMetadata metadata =
         describe_step(arena_, *manager_, batch.decode, batch.prefill, o_.kv_blocks, o_.block_tokens);
-    runner_.execute(pack_step(runner_.ring(), ModelRunner::kRingBytes, metadata, scheduler_.pending_copies(),
-                              runner_.kv(), layout_));
+    use_.arena_arrays += metadata.arrays;
+    const std::uint64_t packed_from = runner_.ring().checkpoint();
+    const StepInput* input = pack_step(runner_.ring(), ModelRunner::kRingBytes, metadata, scheduler_.pending_copies(),
+                                       runner_.kv(), layout_);
+    const auto packed = static_cast<std::size_t>(runner_.ring().checkpoint() - packed_from);
+    use_.ring_bytes += packed;
+    use_.ring_peak_step_bytes = std::max(use_.ring_peak_step_bytes, packed);
+    use_.step_lists_peak_bytes = std::max(use_.step_lists_peak_bytes, resource.used());
+    use_.step_lists_upstream_bytes += resource.upstream_bytes();
+    runner_.execute(input);
     const int finished = scheduler_.postprocess(batch, runner_.sampled(), clock, metrics_.seconds());
     metrics_.record(scheduler_.running(), batch.size(), batch.preempted, runner_.reserved_bytes(),
                     runner_.allocated_bytes());
     metrics_.timed(batch.decode, !batch.prefill.empty(), metrics_.seconds() - started);
     arena_.reset();  // the step's metadata is dead: one pointer moves back
+    ++use_.arena_resets;
     return finished;
   }
 
@@ -158,6 +177,7 @@ class ServedEngine {
   ModelRunner runner_;
   Arena arena_;
   aligned_vector<std::byte> step_buffer_;
+  AllocatorUse use_;  // what the allocators were asked to do, counted at the engine's calls
 };
 
 }  // namespace alloclab::engine

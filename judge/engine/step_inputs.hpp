@@ -43,6 +43,7 @@ struct StepMetadata {
   int *tokens, *positions, *slots, *seq_of_row;  // per row
   int *tables, *table_at, *logit_rows;            // every block table, end to end; per sequence
   SampleJob* jobs;                                // per sequence
+  int arrays = 0;                                 // arrays taken from the arena for this step
 };
 
 namespace detail {
@@ -92,6 +93,7 @@ inline StepMetadata describe_step(Arena& arena, const BlockManager& m, std::span
   d.table_at = arena.alloc_array<int>(seqs);
   d.logit_rows = arena.alloc_array<int>(seqs);
   d.jobs = arena.alloc_array<SampleJob>(seqs);
+  d.arrays = 8;  // the eight arrays above
   int row = 0, t = 0, si = 0, out = 0;
   const int slot_end = kv_blocks * block_tokens;
   auto add_seq = [&](const Sequence* s, int from) {

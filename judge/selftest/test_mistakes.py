@@ -104,16 +104,22 @@ class ServingLineTest(unittest.TestCase):
         catalog = cat.load()
         served = next(e for e in catalog.exercises if e.header == serve.MANAGER_HEADER)
         reference = {"tokens_digest": "a" * 16, "matches_plain_engine": True, "leak": None, "finished": 1,
-                     "requests": 1}
+                     "requests": 1, "mean_batch": 6.0, "peak_running": 9, "kv_utilization": 0.9, "preemptions": 4,
+                     "prefix_hit_rate": 0.5, "time_split": {"prefill_tokens": 1000}}
         runs = {  # what the engine prints for each mistake, whatever the manager
             "differs": dict(reference, tokens_digest="b" * 16, matches_plain_engine=None),
             "leaks": dict(reference, leak="2 blocks lost", matches_plain_engine=None),
             "harmless": dict(reference, matches_plain_engine=None),
             "claims-a-leak": dict(reference, matches_plain_engine=None),
+            "wastes": dict(reference, matches_plain_engine=None, mean_batch=3.0, preemptions=30),
+            "claims-to-waste": dict(reference, matches_plain_engine=None),
+            "wastes-unsaid": dict(reference, matches_plain_engine=None, kv_utilization=0.5),
         }
         found = [self.mistake("tokens differ", "differs"), self.mistake("a leak", "leaks"),
                  self.mistake("passes: statistics only", "harmless"), self.mistake("a leak", "claims-a-leak"),
-                 self.mistake("crashes", "crashes")]
+                 self.mistake("crashes", "crashes"), self.mistake("below the reference", "wastes"),
+                 self.mistake("below the reference", "claims-to-waste"),
+                 self.mistake("passes: statistics only", "wastes-unsaid")]
         current = {}
 
         def run(binary, trace, manager, timeout, **kwargs):
@@ -136,4 +142,5 @@ class ServingLineTest(unittest.TestCase):
         verdicts = {item.what.split("known mistake ")[-1].split()[0] if "known mistake" in item.what else "reference":
                     item.ok for item in items}
         self.assertEqual(verdicts, {"reference": True, "differs": True, "leaks": True, "harmless": True,
-                                    "claims-a-leak": False, "crashes": True})
+                                    "claims-a-leak": False, "crashes": True, "wastes": True, "claims-to-waste": False,
+                                    "wastes-unsaid": False})

@@ -41,6 +41,7 @@ from ..model.errors import UsageError
 from ..model.progress import Progress, Standing
 from ..model.words import WORDS, language, listing, row_label, say, then
 from . import figures
+from . import serve_verdict as verdict
 
 ENGINE = ROOT / "judge" / "engine"
 SOURCE = ENGINE / "serve.cpp"
@@ -62,22 +63,19 @@ NUMBERS = ("requests", "finished", "generated_tokens", "tokens_per_second", "mea
            "cpu_seconds", "tokens_per_cpu_second")
 NULLABLE = ("plain_heap_allocations_per_step",)
 KEYS = (*NUMBERS, *NULLABLE, "tokens_digest", "matches_plain_engine", "leak", "manager", "trace", "model",
-        "heap_per_step", "latency", "time_split", "roofline", "timeline")
+        "heap_per_step", "latency", "time_split", "roofline", "allocators", "timeline")
 ROOFLINE = ("peak_bytes_per_second", "peak_flops_per_second", "decode_bytes_per_second", "decode_flops_per_second",
             "bytes_per_decode_step", "flops_per_decode_step")
+ALLOCATORS = ("arena_arrays", "arena_resets", "arena_peak_bytes", "arena_capacity_bytes", "pool_created",
+              "pool_peak_live", "pool_heap_allocations", "caching_heap_allocations", "kv_buffer_bytes",
+              "step_lists_peak_bytes", "step_lists_upstream_bytes", "ring_bytes", "ring_peak_step_bytes",
+              "ring_capacity_bytes", "evictions")   # what each allocator did (serve_verdict.allocator_lines)
 HEAP = ("engine", "kv_cache_manager", "allocators")   # whose heap allocations, per steady-state step
 LATENCY = ("ttft_steps", "ttft_seconds", "tpot_steps", "tpot_seconds")
 TIME_SPLIT = ("prefill_steps", "prefill_seconds", "prefill_tokens", "decode_steps", "decode_seconds", "decode_tokens")
 SCHEMA = ROOT / "judge" / "schemas" / "serve-result.schema.json"
 TIMELINE = ("running_blocks", "cached_blocks", "free_blocks", "batch", "preempted", "reserved_bytes",
             "allocated_bytes")
-
-# What --compare says of the three managers, and what the chapter's table promises on this kit's
-# default model (the vLLM paper reports 2-4x the throughput of reserving engines, and under 4 %
-# of the KV memory wasted).
-PAGED_OVER_RESERVE = 1.5
-PREFIX_OVER_PAGED = 1.2
-PAGED_UTILIZATION = 0.9
 
 
 # How a run of the engine ended, when it did not print its object (ServeError.ending).
@@ -335,7 +333,7 @@ def parse(text: str) -> dict:
         raise ValueError(f"tokens_digest is {data['tokens_digest']!r}, not 16 hexadecimal digits")
     if not isinstance(data["model"], dict):
         raise ValueError("model is not an object")
-    checked = [("heap_per_step", HEAP), ("latency", LATENCY), ("time_split", TIME_SPLIT)]
+    checked = [("heap_per_step", HEAP), ("latency", LATENCY), ("time_split", TIME_SPLIT), ("allocators", ALLOCATORS)]
     if data["roofline"] is not None:
         checked.append(("roofline", ROOFLINE))
     for key, fields in checked:
@@ -458,18 +456,37 @@ def headline(result: dict, lang: str = "en") -> str:
                                 steps=_int(result["steps"]), seconds=result["seconds"])
 
 
-def summary(result: dict) -> str:
+VERDICT_ROWS = ("tokens = plain engine's", "blocks held at the end")   # what a run passes or fails on
+
+
+def summary(result: dict, mine: list[str] | None = None) -> str:
+    """One run: what the learner's allocators did (`mine`: the two-digit numbers of the exercises
+    whose header is the learner's; None or empty, the references'), the verdict, then every
+    figure with a few words of meaning."""
     lines = [ui.paint(headline(result, language()), "bold")]
+    lines += allocators_part(result, mine)
+    lines.append(ui.paint(verdict.say("verdict_title"), "bold"))
     for label, cell in ROWS:
-        text = cell(result)
-        if label.startswith("tokens ="):
-            text = ui.paint(text, "green" if result["matches_plain_engine"] else
-                            "red" if result["matches_plain_engine"] is False else "dim")
-        elif label.startswith("blocks held"):
-            text = ui.paint(text, "green" if result["leak"] is None else "red")
-        lines.append(f"  {ui.pad(row_label(label), 26)}{text}")
+        if label in VERDICT_ROWS:
+            ok = result["matches_plain_engine"] if label.startswith("tokens =") else result["leak"] is None
+            mark = ui.paint(ui.SKIP, "dim") if ok is None else ui.mark(ok)
+            lines.append(f"  {mark} {ui.pad(row_label(label), 26)}{cell(result)}  " + ui.paint(verdict.meaning(label), "dim"))
+    lines.append(ui.paint(verdict.say("figures_title"), "bold"))
+    for label, cell in ROWS:
+        if label not in VERDICT_ROWS:
+            lines.append(f"  {ui.pad(row_label(label), 26)}{ui.pad(cell(result), 18)}" + ui.paint(verdict.meaning(label), "dim"))
     lines.append(ui.paint(ui.indent(_wrap(say("serve_explained")), "  ", max_lines=99), "dim"))
     return "\n".join(lines)
+
+
+def allocators_part(result: dict, mine: list[str] | None) -> list[str]:
+    """What the allocators did in the run, the learner's own when there are any."""
+    shown_ones = mine or [f"{n:02d}" for n in range(1, 8)]
+    found = verdict.allocator_lines(result, shown_ones)
+    if not found:
+        return []
+    title = verdict.say("allocators_title" if mine else "allocators_reference_title")
+    return [ui.paint(title, "bold")] + [ui.indent(ui.wrap(line, 96), "  ", max_lines=99) for line in found]
 
 
 def _wrap(text: str, width: int = 100) -> str:
@@ -480,35 +497,19 @@ def _ratio(a, b) -> float | None:
     return a / b if _is_number(a) and _is_number(b) and b else None
 
 
-def speed(result: dict) -> float:
-    """A manager's tokens/s: the median of its repetitions (--compare's `runs_tokens_per_second`)."""
-    return statistics.median(result.get("runs_tokens_per_second") or [result["tokens_per_second"]])
-
-
-def spread(over: dict, under: dict) -> tuple[float, float] | None:
-    """The least and the greatest ratio of two managers' tokens/s, repetition by repetition (each
-    pair served side by side); None with a single run."""
-    a, b = over.get("runs_tokens_per_second") or [], under.get("runs_tokens_per_second") or []
-    pairs = [x / y for x, y in zip(a, b) if y]
-    return (min(pairs), max(pairs)) if len(pairs) > 1 else None
+# The tokens/s ratios --compare measures (over, under): the machine's figures, never judged.
+SPEEDS = (("paged ÷ reserve, tokens/s", "paged", "reserve"), ("prefix ÷ paged, tokens/s", "prefix", "paged"))
 
 
 def ratios(results: dict[str, dict]) -> list[tuple[str, float | None, str, bool | None]]:
-    """(what, value, target, met) for --compare: the chapter's table's claims, measured on the
-    medians of the repetitions."""
-    reserve, paged, prefix = (results.get(m) for m in COMPARED)
+    """(what, value, target, met) for --compare, measured on the medians of the repetitions: the
+    tokens/s ratios and each manager's heap allocations against the plain engine's. None is
+    judged here (target "", met None): tokens/s follow the machine and its load, and what the
+    manager decides is judged against the reference by serve_verdict.manager_checks."""
     out = []
-    if reserve and paged:
-        r = _ratio(speed(paged), speed(reserve))
-        out.append(("paged ÷ reserve, tokens/s", r, f"≥ {PAGED_OVER_RESERVE:g}×",
-                    None if r is None else r >= PAGED_OVER_RESERVE))
-    if paged and prefix:
-        r = _ratio(speed(prefix), speed(paged))
-        out.append(("prefix ÷ paged, tokens/s", r, f"≥ {PREFIX_OVER_PAGED:g}×",
-                    None if r is None else r >= PREFIX_OVER_PAGED))
-    if paged:
-        out.append(("paged KV utilization", paged["kv_utilization"], f"≥ {PAGED_UTILIZATION:.0%}",
-                    paged["kv_utilization"] >= PAGED_UTILIZATION))
+    for what, over, under in SPEEDS:
+        if over in results and under in results:
+            out.append((what, verdict.speed(results[over], results[under]).ratio, "", None))
     for manager in COMPARED:
         if (r := results.get(manager)) is not None:
             value = _ratio(r["heap_allocations_per_step"], r["plain_heap_allocations_per_step"])
@@ -516,30 +517,72 @@ def ratios(results: dict[str, dict]) -> list[tuple[str, float | None, str, bool 
     return out
 
 
-def compare_table(results: dict[str, dict]) -> str:
+def compare_table(results: dict[str, dict], mine: list[str] | None = None) -> str:
     managers = [m for m in COMPARED if m in results]
     first = results[managers[0]]
-    lines = [ui.paint(say("serve_compare_heading", trace=first['trace'], kv=_int(first['kv_blocks']),
-                          tokens=_int(first['block_tokens']), model=first['model'].get('name', '?')), "bold"),
-             f"  {'':<26}" + "".join(f"{m:>16}" for m in managers)]
+    # What the learner's allocators did (in the last manager's run), the verdict, then the figures.
+    lines = allocators_part(results[managers[-1]], mine) + compare_verdict(results) + [""]
+    lines += [ui.paint(say("serve_compare_heading", trace=first['trace'], kv=_int(first['kv_blocks']),
+                           tokens=_int(first['block_tokens']), model=first['model'].get('name', '?')), "bold"),
+              f"  {'':<26}" + "".join(f"{m:>16}" for m in managers)]
     for label, cell in ROWS:
         row = "".join(f"{cell(results[m]):>16}" for m in managers)
-        lines.append(f"  {ui.pad(row_label(label), 26)}{row}")
+        lines.append(f"  {ui.pad(row_label(label), 26)}{row}  " + ui.paint(verdict.meaning(label), "dim"))
     lines.append("")
-    measured = ratios(results)
-    width = max(ui.columns(row_label(what)) for what, *_ in measured) + 2
-    spreads = {"paged ÷ reserve, tokens/s": ("paged", "reserve"), "prefix ÷ paged, tokens/s": ("prefix", "paged")}
-    for what, value, target, met in measured:
-        shown_value = "—" if value is None else (f"{value:.2f}×" if "tokens/s" in what else _percent(value))
-        mark = "" if met is None else ("  " + ui.mark(met) + say("serve_target", target=target))
-        pair = spreads.get(what)
-        band = spread(results[pair[0]], results[pair[1]]) if pair and all(m in results for m in pair) else None
-        runs = len(results[pair[0]].get("runs_tokens_per_second") or []) if pair else 0
-        extra = say("serve_median_of", runs=runs, low=band[0], high=band[1]) if band else ""
-        lines.append(f"  {ui.pad(row_label(what), width)}{shown_value:>8}{mark}{extra}")
+    measured = [m for m in ratios(results) if "tokens/s" not in m[0]]
+    width = max([ui.columns(row_label(what)) for what, *_ in measured] + [0]) + 2
+    for what, value, _, _ in measured:
+        lines.append(f"  {ui.pad(row_label(what), width)}{'—' if value is None else f'{value:.2f}×':>8}")
     lines.append(ui.paint(ui.indent(_wrap(say("serve_managers_explained") + say("serve_explained")), "  ",
                                     max_lines=99), "dim"))
     return "\n".join(lines)
+
+
+def compare_verdict(results: dict[str, dict]) -> list[str]:
+    """--compare's verdict: what exercise 07's manager decided against the reference's figures
+    (added by beside_the_reference as `judged`), then the tokens/s ratios as measurements, with
+    what this machine can do and its load."""
+    lines = []
+    judged = [(m, results[m]) for m in COMPARED if results.get(m, {}).get("judged")]
+    if judged:
+        theirs = all(r.get("with", {}).get(_manager_folder(r), "yours") == "reference" for _, r in judged)
+        lines.append(ui.paint(verdict.say("reference_title" if theirs else "judged_title"), "bold"))
+        for manager, r in judged:
+            checks = [verdict.Check(**c) for c in r["judged"]]
+            lines += ["  " + line for line in verdict.check_lines(manager, checks, ui.mark)]
+    lines.append("")
+    lines.append(ui.paint(verdict.say("speed_title"), "bold"))
+    ceilings = verdict.peaks(list(results.values()))   # one machine for every ratio
+    for what, over, under in SPEEDS:
+        if over in results and under in results:
+            measured = verdict.speed(results[over], results[under], ceilings)
+            lines.append(ui.indent(ui.wrap(verdict.speed_line(what, measured), 96), "  ", max_lines=99))
+    load = next((r["load"] for r in results.values() if r.get("load")), None)
+    for extra in (verdict.machine_line(results),
+                  verdict.load_line(verdict.Load(load["load_before"], load["load_after"], load["cores"])) if load
+                  else None, verdict.say("ratio_depends")):
+        if extra:
+            lines.append(ui.paint(ui.indent(ui.wrap(extra, 96), "  ", max_lines=99), "dim"))
+    return lines
+
+
+def _manager_folder(result: dict) -> str:
+    """The folder name of exercise 07 in a result's `with`."""
+    return next((name for name in result.get("with", {}) if name.startswith("07")), "")
+
+
+def judge_managers(results: dict[str, dict]) -> bool:
+    """Adds `judged` to the results of exercise 07's managers that have the reference's figures
+    beside them (`reference_manager`); True when every figure is no worse than the reference's."""
+    ok = True
+    for manager, result in results.items():
+        reference = result.get("reference_manager")
+        if manager == "reserve" or not reference:
+            continue
+        checks = verdict.manager_checks(manager, result, reference)
+        result["judged"] = [dict(what=c.what, mine=c.mine, reference=c.reference, met=c.met) for c in checks]
+        ok = ok and all(c.met for c in checks)
+    return ok
 
 
 # ---- the timeline ---------------------------------------------------------------------------
@@ -787,6 +830,7 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
     """--sweep: the three managers at KV budgets from the smallest `reserve` can run at (its
     default) to SWEEP_FACTORS[-1] times that, one run each, every run's tokens compared with the
     plain engine's by digest; a table, and sweep.svg."""
+    before = verdict.load_average()
     first = serve_managers(binary, args, catalog, ("reserve",), 1, None, blame, talk)["reserve"][0]
     plain = judged_by_digest(first, None)
     points = []
@@ -816,6 +860,9 @@ def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: lis
     else:
         print()
         print(sweep_table(points))
+        # One run a point: the load says how far its tokens/s can be trusted; the batches are exact.
+        if load := verdict.load_line(verdict.measured_load(before, verdict.load_average())):
+            print(ui.paint(ui.indent(ui.wrap(load, 96), "  ", max_lines=99), "dim"))
         print(ui.paint(say("serve_sweep_drawn", file=shown(out_dir / "zh" / "sweep.svg" if language() == "zh"
                                                          else picture)), "dim"))
     return report_failures([(p["manager"], p) for p in points], blame, talk)
@@ -889,6 +936,7 @@ def beside_the_reference(results: dict[str, dict], args, catalog: Catalog, chose
     if not manager.yours:
         for m in served:
             results[m]["reference_manager_heap_per_step"] = results[m]["heap_per_step"]["kv_cache_manager"]
+            results[m]["reference_manager"] = verdict.reference_figures(results[m])
         return
     if not served:
         return
@@ -900,6 +948,7 @@ def beside_the_reference(results: dict[str, dict], args, catalog: Catalog, chose
         theirs = run(binary, mine["trace"], m, catalog.limits.bench_timeout_seconds, mine["kv_blocks"], bar,
                      model=args.model, plain=False, seed=args.seed)
         mine["reference_manager_heap_per_step"] = theirs["heap_per_step"]["kv_cache_manager"]
+        mine["reference_manager"] = verdict.reference_figures(theirs)
         print(ui.paint(say("serve_reference_heap", manager=m,
                            count=_per_step(theirs['heap_per_step']['kv_cache_manager'])), "dim"), file=talk, flush=True)
 
@@ -944,18 +993,29 @@ def serve_command(args, catalog: Catalog) -> bool:
         chosen = with_source(catalog, chosen, Path(args.source))
     print(ui.paint(say("serve_building", compiler=build.program(COMPILER),
                        what=describe(chosen).replace("\n", say("serve_and"))), "dim"), file=talk, flush=True)
+    tree_name = SOURCE_TREE if args.source else args.with_
+    if not (tree(tree_name) / TARGET).is_file():
+        print(ui.paint(verdict.say("first_build"), "dim"), file=talk, flush=True)
     blame = any(s.yours for s in chosen)
     try:
-        binary = build_engine(catalog, SOURCE_TREE if args.source else args.with_, chosen)
+        binary = build_engine(catalog, tree_name, chosen)
         if args.sweep:
             return sweep_command(binary, args, catalog, blame, chosen, out_dir, talk)
         managers = COMPARED if args.compare else (args.manager or "prefix",)
+        before = verdict.load_average()
         runs = serve_managers(binary, args, catalog, managers, repeat, args.kv_blocks, blame, talk)
+        load = verdict.measured_load(before, verdict.load_average())
         results = {m: dict(median_run(r), **{"with": whose(chosen)}) for m, r in runs.items()}
         beside_the_reference(results, args, catalog, chosen, talk)
     except ServeError as err:
         print(ui.paint(str(err), "red"), file=talk)
         return False
+    decided_well = True
+    if args.compare:
+        decided_well = judge_managers(results)
+    if load is not None and (args.compare or repeat > 1):
+        for result in results.values():
+            result["load"] = load.as_json()
 
     pictures = []
     mine = [f"{s.exercise.id:02d}" for s in chosen if s.yours]
@@ -975,12 +1035,12 @@ def serve_command(args, catalog: Catalog) -> bool:
         print(json.dumps(listed if args.compare else listed[0]))
     else:
         print()
-        print(compare_table(results) if args.compare else summary(results[managers[0]]))
+        print(compare_table(results, mine) if args.compare else summary(results[managers[0]], mine))
         print(ui.paint(say("serve_built_with", what=describe(chosen).replace("\n", say("serve_and"))), "dim"))
         print(ui.paint(say("serve_timelines" if len(pictures) > 1 else "serve_timeline",
                            files=listing(map(shown, pictures))), "dim"))
     every = [(m, r) for m, rs in runs.items() for r in rs]
-    return report_failures(every, blame, talk)
+    return report_failures(every, blame, talk) and decided_well
 
 
 def report_failures(every: list[tuple[str, dict]], blame: bool, talk) -> bool:

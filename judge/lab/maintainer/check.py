@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..learner import bench, serve
+from ..learner import bench, serve, serve_verdict
 from . import browser, docs
 from ..core import build, judging, listing, process, sanitizers
 from .. import ui
@@ -516,7 +516,9 @@ _SERVED_AS = {serve.CRASHED: "crashes", serve.STOPPED: "stopped", serve.TIMED_OU
 
 def _served_mistakes(catalog: Catalog, ex: Exercise):
     """Serves every known mistake of the served exercise on the chat trace with the tiny model,
-    under `prefix` and `paged`, and proves that `serve` makes of it what its `Serving:` line says.
+    under `prefix` and `paged`, and proves that `serve` makes of it what its `Serving:` line says:
+    "below the reference" when every token is right and `serve --compare` would mark a figure the
+    manager decides worse than the reference's (the reference's runs here give those figures).
     One tree, build/serve-mistakes, for all of them: each rebuilds the one engine file that
     includes the header."""
     chosen = serve.sources(catalog, Progress(), "reference")
@@ -525,6 +527,7 @@ def _served_mistakes(catalog: Catalog, ex: Exercise):
     what = f"{ex.name}: the reference served with the tiny model matches the plain engine under prefix and paged"
     start = time.monotonic()
     want: dict[str, str] = {}
+    theirs: dict[str, dict] = {}   # what the reference decided, as `serve --compare` judges a manager
     try:
         binary = serve.build_engine(catalog, "mistakes", serve.with_source(catalog, chosen, ex.solution_file))
         for manager in MANAGERS_SERVED:
@@ -533,6 +536,7 @@ def _served_mistakes(catalog: Catalog, ex: Exercise):
                 yield Item(False, what, f"{manager}: " + "; ".join(found.values()))
                 return
             want[manager] = result["tokens_digest"]
+            theirs[manager] = serve_verdict.reference_figures(result)
     except serve.ServeError as err:
         yield Item(False, what, str(err), time.monotonic() - start)
         return
@@ -553,6 +557,9 @@ def _served_mistakes(catalog: Catalog, ex: Exercise):
                 found = list(serve.failures(result))
                 if result["tokens_digest"] != want[manager]:
                     found.append(serve.TOKENS_DIFFER)
+                worse = [c.what for c in serve_verdict.manager_checks(manager, result, theirs[manager]) if not c.met]
+                if worse and not found:
+                    found.append(BELOW_THE_REFERENCE)
             except serve.ServeError as err:
                 found = [_SERVED_AS.get(err.ending, str(err))]
             for f in found:
@@ -567,6 +574,7 @@ def _served_mistakes(catalog: Catalog, ex: Exercise):
         yield Item(ok, what, f"serve: {observed}", time.monotonic() - start)
 
 
+BELOW_THE_REFERENCE = "below the reference"   # what `serve --compare` fails a manager for
 SERVED_MISTAKE_SECONDS = 60   # the tiny model serves the chat trace in a few seconds
 MANAGERS_SERVED = ("prefix", "paged")
 

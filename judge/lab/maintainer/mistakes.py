@@ -44,7 +44,10 @@ class PatchError(Exception):
 # the manager's audit once every request is done, the engine's check of each answer it gets (a
 # slot or block outside the buffer, a prompt reported cached whole, a manager that throws, no
 # progress), and the process itself.
-SERVING_OUTCOMES = ("tokens differ", "a leak", "stopped", "crashes")
+# "below the reference": every request's tokens are right, and `serve --compare` fails it, for a
+# figure the manager decides (the batch, KV utilization, preemptions, hits, prompt tokens computed)
+# worse than the reference manager's on the same trace and budget.
+SERVING_OUTCOMES = ("tokens differ", "a leak", "stopped", "crashes", "below the reference")
 SERVING_PASSES = "passes: "
 
 
