@@ -76,7 +76,6 @@ struct Measured {
   bool fired;
   long taken;
   std::vector<ModelHeap::Given> given;
-  std::string below;  // placed_below(given)
 };
 
 template <class Call>
@@ -91,13 +90,12 @@ Measured measured(long fail, Call&& call) {
   }
   m.taken = news_in_use() - before;
   m.given = ModelHeap::get().given();
-  m.below = placed_below(m.given);
   return m;
 }
 
 // Adds what the heap did in the call to its line of the transcript.
 void say_where(Transcript& t, const Measured& m) {
-  if (!m.below.empty()) t.note(m.below);
+  if (const std::string below = placed_below(m.given); !below.empty()) t.note(below);
 }
 
 // Names the blocks handed out so far: `p1`, `p2`, ... (or `o1`, ...), each address by the
@@ -344,19 +342,14 @@ void run_pool(const char* type, const Start& s, const std::vector<Op>& ops) {
         const std::uintptr_t a = model.live()[op.pick % model.live().size()];
         t.call("pool.deallocate(" + names.of(a) + ");");
         std::erase_if(held, [&](const Held& h) { return h.address == a; });
-        const Measured m = measured(0, [&] { pool->deallocate(reinterpret_cast<void*>(a)); });
-        say_where(t, m);
-        held_by_pool += m.taken;
+        held_by_pool += measured(0, [&] { pool->deallocate(reinterpret_cast<void*>(a)); }).taken;
         model.deallocate(a);
         break;
       }
-      case Op::deallocate_null: {
+      case Op::deallocate_null:
         t.call("pool.deallocate(nullptr);");
-        const Measured m = measured(0, [&] { pool->deallocate(nullptr); });
-        say_where(t, m);
-        held_by_pool += m.taken;
+        held_by_pool += measured(0, [&] { pool->deallocate(nullptr); }).taken;
         break;
-      }
       case Op::owns: {
         std::uintptr_t a = 0;
         std::string what;
@@ -568,19 +561,14 @@ void run_objects(const Start& s, const std::vector<Op>& ops) {
         if (model.live().empty()) continue;
         const std::uintptr_t a = model.live()[op.pick % model.live().size()].address;
         t.call("objects.destroy(" + names.of(a) + ");");
-        const Measured m = measured(0, [&] { objects->destroy(reinterpret_cast<Item*>(a)); });
-        say_where(t, m);
-        held_by_pool += m.taken;
+        held_by_pool += measured(0, [&] { objects->destroy(reinterpret_cast<Item*>(a)); }).taken;
         model.destroy(a);
         break;
       }
-      case Op::destroy_null: {
+      case Op::destroy_null:
         t.call("objects.destroy(nullptr);");
-        const Measured m = measured(0, [&] { objects->destroy(nullptr); });
-        say_where(t, m);
-        held_by_pool += m.taken;
+        held_by_pool += measured(0, [&] { objects->destroy(nullptr); }).taken;
         break;
-      }
       default: continue;  // the pools' calls
     }
     t.same("objects.live()", model.live().size(), objects->live(),

@@ -1,8 +1,9 @@
 // Stage 5 — against the model: random sequences of every call of FixedPool, of SharedFixedPool
 // (one call at a time) and of ObjectPool, misuse and refused heap allocations included, run on
-// your pools and on model.hpp side by side (model_run.cpp). After every call the blocks handed
-// out, the counts, owns(), the caller's bytes in every live block, the objects and the heap the
-// pool holds must agree. This file only generates the sequences: it includes no header under
+// your pools and on model.hpp side by side (model_run.cpp), with each block the pools take put
+// above or below the others as the sequence draws (model_heap.hpp). After every call the blocks
+// handed out, the counts, owns(), the caller's bytes in every live block, the objects and the heap
+// the pool holds must agree. This file only generates the sequences: it includes no header under
 // test, so an edit of fixed_pool.hpp never recompiles it.
 #include <array>
 #include <cstddef>
