@@ -22,7 +22,8 @@ class FixedPool {
   /// multiple of alignof(std::max_align_t). A stride, or a chunk's size in bytes
   /// (blocks_per_chunk strides), that does not fit in a std::size_t throws std::bad_alloc.
   /// Allocate the first chunk: afterwards chunk_count() == 1 and
-  /// capacity() == free_blocks() == blocks_per_chunk.
+  /// capacity() == free_blocks() == blocks_per_chunk. max_chunks counts chunks: every value
+  /// from 1 to SIZE_MAX is a limit the pool keeps.
   explicit FixedPool([[maybe_unused]] std::size_t block_size,
                      [[maybe_unused]] std::size_t blocks_per_chunk = 1024,
                      [[maybe_unused]] std::size_t max_chunks = SIZE_MAX) {}
@@ -39,8 +40,9 @@ class FixedPool {
   /// or the memory your bookkeeping needs (make room for it before you take the chunk).
   [[nodiscard]] void* allocate() { return nullptr; }
 
-  /// Push p onto the free list, storing the link inside the block itself.
-  /// deallocate(nullptr) does nothing.
+  /// Push p onto the free list in O(1), storing the link inside the block itself: touch p
+  /// and the pool, no other free block. A block given back twice is undefined behaviour, as
+  /// it is for free(); nothing checks for it. deallocate(nullptr) does nothing.
   void deallocate([[maybe_unused]] void* p) noexcept {}
 
   /// Stage 2: true exactly when p is the start of a block of one of this pool's chunks,
@@ -61,11 +63,15 @@ class FixedPool {
 template <class T>
 class ObjectPool {
  public:
-  /// Keep a FixedPool whose blocks can hold a T.
+  /// Keep a FixedPool whose blocks can hold a T, objects_per_chunk of them to a chunk:
+  /// create adds a chunk only when no block is free.
   explicit ObjectPool([[maybe_unused]] std::size_t objects_per_chunk = 1024) {}
 
-  /// Construct a T from args (forwarded exactly as given) in a block from the pool. If T's
-  /// constructor throws, give the block back and let the exception propagate.
+  /// Construct a T from args (forwarded exactly as given) in a block from the pool, with
+  /// parentheses as std::construct_at does: create(3, 7) makes a std::vector<int> of three 7s,
+  /// not the {3, 7} of braces; with no argument that is T(), value-initialised (zeros for a
+  /// type without a constructor of its own). If T's constructor throws, give the block back
+  /// and let the exception propagate.
   template <class... Args>
   [[nodiscard]] T* create([[maybe_unused]] Args&&... args) {
     return nullptr;

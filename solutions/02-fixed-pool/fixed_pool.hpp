@@ -32,7 +32,8 @@ class FixedPool {
  public:
   /// Builds the pool and its first chunk. Throws `std::invalid_argument` when any argument
   /// is 0, and `std::bad_alloc` when a chunk's size in bytes cannot be represented or the
-  /// heap refuses the first chunk.
+  /// heap refuses the first chunk. `max_chunks` counts chunks: every value from 1 to
+  /// `SIZE_MAX` is a limit the pool keeps.
   explicit FixedPool(std::size_t block_size, std::size_t blocks_per_chunk = 1024,
                      std::size_t max_chunks = SIZE_MAX)
       : stride_(stride_for(block_size)),
@@ -62,7 +63,9 @@ class FixedPool {
     return block;
   }
 
-  /// Gives back a block that `allocate` returned. `deallocate(nullptr)` does nothing.
+  /// Gives back a block that `allocate` returned. `deallocate(nullptr)` does nothing. O(1): it
+  /// touches `p` and the pool, no other free block, so nothing detects a block given back twice
+  /// (undefined behaviour, as it is for `free`).
   void deallocate(void* p) noexcept {
     if (p == nullptr) return;
     // The block's own first bytes become the link: the caller is done with them.
@@ -162,7 +165,8 @@ class FixedPool {
 };
 
 /// Typed objects in a FixedPool: `create` constructs a `T` in a pooled block, `destroy`
-/// destroys it and gives the block back.
+/// destroys it and gives the block back. The pool's chunks hold `objects_per_chunk` objects,
+/// and `create` adds one exactly when no block is free.
 ///
 /// Destroying the pool releases the memory of objects still alive without running their
 /// destructors; destroy every object first.
@@ -174,8 +178,11 @@ class ObjectPool {
  public:
   explicit ObjectPool(std::size_t objects_per_chunk = 1024) : pool_(sizeof(T), objects_per_chunk) {}
 
-  /// Constructs a `T` from `args`, forwarded as given. If the constructor throws, the block
-  /// goes back to the pool and the exception propagates.
+  /// Constructs `T(args...)` from `args`, forwarded as given: with parentheses, as
+  /// `std::construct_at` does, so `create(3, 7)` makes a `std::vector<int>` of three 7s where
+  /// braces would make {3, 7}; and with no argument `T()`, value-initialised, so a type without
+  /// a constructor of its own reads zeros. If the constructor throws, the block goes back to the
+  /// pool and the exception propagates.
   template <class... Args>
   [[nodiscard]] T* create(Args&&... args) {
     void* block = pool_.allocate();

@@ -213,23 +213,26 @@ class Pool {
 /// ObjectPool<T>: a free list of blocks, and the objects built in them.
 class Objects {
  public:
-  enum class From { lvalue, rvalue };
+  /// Which constructor of the stage's type built an object (Item, object_types.hpp).
+  enum class Ctor { tag_lvalue, tag_rvalue, two_ints, braced_list, none };
   struct Object {
     std::uintptr_t address;
-    int value;
-    From from;
+    int value, plain;
+    Ctor ctor;
   };
 
   Objects(std::size_t objects_per_chunk, std::size_t object_size)
       : size_(object_size), list_(objects_per_chunk, SIZE_MAX) {}
 
   const FreeList& list() const { return list_; }
+  /// The bytes of a chunk: objects_per_chunk blocks of the stride of T's size.
+  std::size_t chunk_bytes() const { return list_.blocks_per_chunk() * *stride_of(size_); }
 
   /// A create whose constructor returned: the block taken, then the object built in it.
   Slot take() { return list_.take(); }
-  void created(const Slot& s, std::uintptr_t address, int value, From from) {
+  void created(const Slot& s, std::uintptr_t address, int value, int plain, Ctor ctor) {
     if (!s.address) list_.learn(s.chunk, address);
-    live_.push_back({address, value, from});
+    live_.push_back({address, value, plain, ctor});
   }
   /// A create whose constructor threw: the block taken goes back on top, no object was made.
   void refused() { list_.give_back(list_.take()); }

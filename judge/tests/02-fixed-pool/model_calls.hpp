@@ -17,6 +17,9 @@ struct Start {
   std::size_t block_size, per_chunk, max_chunks;
   long fail;  // the heap allocation inside the constructor that is refused (0: none)
   int given;
+  // Where the heap puts the blocks the pool takes (model_heap.hpp): the n-th block taken inside
+  // the pool's calls goes below every block before it when below[n] is set, else above.
+  std::vector<bool> below;
   Start(Subject s, std::size_t b, std::size_t p, std::size_t m, long f, int g = 3)
       : subject(s), block_size(b), per_chunk(g < 2 ? 1024 : p), max_chunks(g < 3 ? SIZE_MAX : m), fail(f), given(g) {}
 };
@@ -25,8 +28,9 @@ struct Start {
 /// out before (owns), and is create's value. For owns, `target` says what is asked about: 0 a
 /// place `steps` strides and `into` bytes from that block, 1 nullptr, 2 another pool's block, 3 a
 /// local variable, 4 (5) a place `into` bytes past the stride after the highest (before the
-/// lowest) block its chunk has handed out. For create, `target` says how the Tag is passed:
-/// 0 Tag{}, 1 tag, 2 std::as_const(tag), 3 Refuse{} (the constructor throws).
+/// lowest) block its chunk has handed out. For create, `target` says what follows the value:
+/// 0 Tag{}, 1 tag, 2 std::as_const(tag), 3 Refuse{} (the constructor throws), 4 `steps` (an int),
+/// and 5 says that create gets no argument at all.
 struct Op {
   enum Kind { allocate, deallocate, deallocate_null, owns, create, destroy, destroy_null } kind;
   long fail;  // allocate, create: the heap allocation inside the call that is refused (0: none)

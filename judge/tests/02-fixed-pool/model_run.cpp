@@ -1,6 +1,7 @@
 // How one sequence of calls runs on the pool under test and on the model (model.hpp), with every
 // observer compared after each call. stage5_model.cpp generates the sequences.
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "model.hpp"
 #include "model_calls.hpp"
 #include "model_check.hpp"
+#include "model_heap.hpp"
 #include "object_pool_under_test.hpp"
 #include "object_types.hpp"
 #include "pool_under_test.hpp"
@@ -33,7 +35,7 @@ using alloclab::test::model::Transcript;
 std::string big(std::size_t n) {
   if (n == SIZE_MAX) return "SIZE_MAX";
   if (n > SIZE_MAX - 100) return "SIZE_MAX - " + std::to_string(SIZE_MAX - n);
-  for (std::size_t k : {2, 3, 4, 5, 6, 16}) {
+  for (std::size_t k : {2, 3, 4, 5, 6, 7, 16}) {
     const std::size_t m = SIZE_MAX / k;
     if (n + 100 < m || n > m + 100) continue;
     return "SIZE_MAX / " + std::to_string(k) +
@@ -52,12 +54,28 @@ std::string nth(long n) {
   return std::to_string(n) + suffix;
 }
 
+// What the sequence's heap (model_heap.hpp) did in a call that a pool may not count on: the
+// blocks it put below every block it gave before, which a heap whose addresses only grow never
+// does. Empty when it put none there.
+std::string placed_below(const std::vector<ModelHeap::Given>& given) {
+  std::vector<std::string> sizes;
+  for (const auto& g : given)
+    if (g.below) sizes.push_back(std::to_string(g.bytes) + "-byte");
+  if (sizes.empty()) return "";
+  std::string which = "the " + sizes[0];
+  for (std::size_t i = 1; i < sizes.size(); ++i) which += (i + 1 == sizes.size() ? " and the " : ", the ") + sizes[i];
+  return "the heap puts " + which + (sizes.size() == 1 ? " block" : " blocks") +
+         " it gives here below every block it gave before";
+}
+
 // A call made while the `fail`-th heap allocation inside it is refused: how it ended, whether
-// the refusal happened, and how many heap blocks the call took and kept.
+// the refusal happened, how many heap blocks the call took and kept, and the blocks the heap
+// gave it.
 struct Measured {
   Outcome outcome;
   bool fired;
   long taken;
+  std::vector<ModelHeap::Given> given;
 };
 
 template <class Call>
@@ -65,12 +83,19 @@ Measured measured(long fail, Call&& call) {
   const long before = news_in_use();
   Measured m{};
   {
+    const ModelHeap::Call placed;
     FailingNew failing(fail);
     m.outcome = outcome_of(std::forward<Call>(call));
     m.fired = failing.fired();
   }
   m.taken = news_in_use() - before;
+  m.given = ModelHeap::get().given();
   return m;
+}
+
+// Adds what the heap did in the call to its line of the transcript.
+void say_where(Transcript& t, const Measured& m) {
+  if (const std::string below = placed_below(m.given); !below.empty()) t.note(below);
 }
 
 // Names the blocks handed out so far: `p1`, `p2`, ... (or `o1`, ...), each address by the
@@ -164,8 +189,11 @@ template <class Tested>
 void same_ownership(Transcript& t, const Tested& pool, const Names& names, const Pool& model) {
   for (const auto& blocks : model.list().chunks()) {
     for (std::uintptr_t b : blocks) {
-      t.same("pool.owns(" + names.of(b) + ")", true, pool.owns(reinterpret_cast<const void*>(b)),
-             "owns(p) is true for the start of every block of the pool's chunks, free or handed out");
+      // Named only when it differs: this runs for every block after every call.
+      if (!pool.owns(reinterpret_cast<const void*>(b))) {
+        t.differ("pool.owns(" + names.of(b) + ")", "true", "false",
+                 "owns(p) is true for the start of every block of the pool's chunks, free or handed out");
+      }
     }
   }
 }
@@ -203,6 +231,7 @@ void run_pool(const char* type, const Start& s, const std::vector<Op>& ops) {
     Outcome wanted = built == Built::invalid_argument ? Outcome::invalid_argument : Outcome::bad_alloc;
     if (built == Built::either && made.outcome == Outcome::invalid_argument) wanted = Outcome::invalid_argument;
     t.call(decl, (refused.empty() ? "" : refused + ": ") + std::string(alloclab::test::model::name(wanted)));
+    say_where(t, made);
     t.same(decl.substr(0, decl.size() - 1), wanted, made.outcome,
            built == Built::invalid_argument ? "a block_size, blocks_per_chunk or max_chunks of 0 throws "
                                               "std::invalid_argument"
@@ -218,6 +247,7 @@ void run_pool(const char* type, const Start& s, const std::vector<Op>& ops) {
     return;
   }
   t.call(decl, refused);
+  say_where(t, made);
   t.same(decl.substr(0, decl.size() - 1), Outcome::returned, made.outcome,
          "the arguments are valid and the heap provides the first chunk, so the constructor builds the pool");
   long held_by_pool = made.taken;
@@ -257,6 +287,7 @@ void run_pool(const char* type, const Start& s, const std::vector<Op>& ops) {
         const bool gives_up = refuses || (m.fired && m.outcome == Outcome::bad_alloc);
         if (gives_up) {
           t.call(line, (note.empty() ? "" : note + ": ") + "throws std::bad_alloc");
+          say_where(t, m);
           t.same("pool.allocate()", Outcome::bad_alloc, m.outcome,
                  refuses ? "no block is free and the pool already has max_chunks chunks, so allocate throws "
                            "std::bad_alloc and changes nothing"
@@ -271,6 +302,7 @@ void run_pool(const char* type, const Start& s, const std::vector<Op>& ops) {
                          (top && top->address ? "returns " + expected + ", the block given back last"
                                               : "returns a block of chunk " + std::to_string(chunk + 1) +
                                                     " never handed out before" + (top ? "" : ": the pool grows")));
+        say_where(t, m);
         t.same("pool.allocate()", Outcome::returned, m.outcome,
                model.list().must_grow()
                    ? "no block is free but the pool has fewer than max_chunks chunks, so allocate adds one and hands "
@@ -379,7 +411,33 @@ void run_pool(const char* type, const Start& s, const std::vector<Op>& ops) {
 
 // ---- ObjectPool -------------------------------------------------------------------------------
 
-std::string from_name(Objects::From f) { return f == Objects::From::lvalue ? "an lvalue" : "an rvalue"; }
+const char* ctor_name(Objects::Ctor c) {
+  switch (c) {
+    case Objects::Ctor::tag_lvalue: return "Item(int, const Tag&)";
+    case Objects::Ctor::tag_rvalue: return "Item(int, Tag&&)";
+    case Objects::Ctor::two_ints: return "Item(int, int)";
+    case Objects::Ctor::braced_list: return "Item(std::initializer_list<int>)";
+    case Objects::Ctor::none: return "Item()";
+  }
+  return "?";
+}
+
+// What the constructor that built an object says about create, by that constructor.
+const char* ctor_meaning(Objects::Ctor c) {
+  switch (c) {
+    case Objects::Ctor::tag_lvalue:
+    case Objects::Ctor::tag_rvalue:
+      return "create forwards its arguments as given: Tag{} reaches Item's constructor as an rvalue, tag and "
+             "std::as_const(tag) as lvalues";
+    case Objects::Ctor::two_ints:
+    case Objects::Ctor::braced_list:
+      return "create builds the object as T(args...), with parentheses, as std::construct_at does: for create(v, p) "
+             "that is Item(int, int), where braces, Item{v, p}, would choose Item's std::initializer_list<int> "
+             "constructor";
+    case Objects::Ctor::none: break;
+  }
+  return "create() with no argument builds T(), with Item's own default constructor";
+}
 
 void run_objects(const Start& s, const std::vector<Op>& ops) {
   Transcript t("using alloclab::ObjectPool;  // Item, Tag and Refuse: see judge/tests/02-fixed-pool/object_types.hpp");
@@ -390,11 +448,13 @@ void run_objects(const Start& s, const std::vector<Op>& ops) {
   const std::string refused = made.fired ? "the " + nth(s.fail) + " heap allocation inside it is refused" : "";
   if (made.fired && made.outcome == Outcome::bad_alloc) {
     t.call(decl, refused + ": throws std::bad_alloc");
+    say_where(t, made);
     t.same("heap blocks the constructor took and kept", 0L, made.taken,
            "a constructor that throws leaves nothing behind: whatever it took from the heap it gives back");
     return;
   }
   t.call(decl, refused);
+  say_where(t, made);
   t.same(decl.substr(0, decl.size() - 1), Outcome::returned, made.outcome,
          "the heap provides the first chunk, so the constructor builds the pool");
   long held_by_pool = made.taken;
@@ -408,8 +468,11 @@ void run_objects(const Start& s, const std::vector<Op>& ops) {
       case Op::create: {
         const std::string name = names.fresh();
         const int value = static_cast<int>(op.pick);
-        const char* args[] = {"Tag{}", "tag", "std::as_const(tag)", "Refuse{}"};
-        const std::string call = "objects.create(" + std::to_string(value) + ", " + args[op.target] + ")";
+        const char* args[] = {"Tag{}", "tag", "std::as_const(tag)", "Refuse{}", ""};
+        const int plain = op.steps;
+        const std::string call = op.target == 5 ? std::string("objects.create()")
+                                                : "objects.create(" + std::to_string(value) + ", " +
+                                                      (op.target == 4 ? std::to_string(plain) : args[op.target]) + ")";
         const std::string line = "Item* " + name + " = " + call + ";";
         Item* p = nullptr;
         bool threw_refused = false;
@@ -419,7 +482,9 @@ void run_objects(const Start& s, const std::vector<Op>& ops) {
               case 0: p = objects->create(value, Tag{}); break;
               case 1: p = objects->create(value, tag); break;
               case 2: p = objects->create(value, std::as_const(tag)); break;
-              default: p = objects->create(value, Refuse{}); break;
+              case 3: p = objects->create(value, Refuse{}); break;
+              case 4: p = objects->create(value, int{plain}); break;
+              default: p = objects->create(); break;
             }
           } catch (const Refused&) {
             threw_refused = true;
@@ -430,23 +495,42 @@ void run_objects(const Start& s, const std::vector<Op>& ops) {
         const std::string note = m.fired ? "the " + nth(op.fail) + " heap allocation inside it is refused" : "";
         if (m.fired && m.outcome == Outcome::bad_alloc) {  // a growth that failed: nothing changes
           t.call(line, (note.empty() ? "" : note + ": ") + "throws std::bad_alloc");
+          say_where(t, m);
           t.same("heap blocks the failed create took and kept", 0L, m.taken,
                  "a create that throws std::bad_alloc changes nothing: whatever it took from the heap it gives back");
           break;
         }
         const auto top = model.list().top();
         const std::string expected = top && top->address ? names.of(*top->address) : Names::kNew;
+        // A create adds a chunk exactly when no block is free, as the FixedPool inside it does: a
+        // block of at least objects_per_chunk strides from the heap.
+        const bool grows = model.list().must_grow();
+        bool took_a_chunk = false;
+        for (const auto& g : m.given) took_a_chunk = took_a_chunk || g.bytes >= model.chunk_bytes();
+        const std::string chunk = "did " + call + " take a chunk (a block of at least " +
+                                  std::to_string(model.chunk_bytes()) + " bytes) from the heap";
+        const std::string grows_word = grows ? "yes" : "no", took_word = took_a_chunk ? "yes" : "no";
+        const std::string growth =
+            grows ? "no block is free, so create adds a chunk of objects_per_chunk blocks, each sizeof(Item) rounded "
+                    "up to alignof(std::max_align_t): ObjectPool's FixedPool is built with the object's size first "
+                    "and objects_per_chunk second"
+                  : "a block is free, so create takes it and adds no chunk: the pool grows only when no block is free, "
+                    "by chunks of objects_per_chunk objects";
         if (op.target == 3) {
-          t.call(line, (note.empty() ? "" : note + "; ") + "throws Refused");
+          t.call(line, (note.empty() ? "" : note + "; ") + "throws Refused" + (grows ? ": the pool grows first" : ""));
+          say_where(t, m);
           t.same(call, std::string("throws Refused"), yours,
                  "when T's constructor throws, create lets that exception out to the caller");
+          t.same(chunk, grows_word, took_word, growth);
           model.refused();
           held_by_pool += m.taken;  // a chunk added for the object may stay
           break;
         }
-        t.call(line, (note.empty() ? "" : note + "; ") + (top && top->address
-                                                              ? "in the block of " + expected + ", given back last"
-                                                              : "in a block never handed out before"));
+        t.call(line, (note.empty() ? "" : note + "; ") +
+                         (top && top->address ? "in the block of " + expected + ", given back last"
+                                              : std::string("in a block never handed out before") +
+                                                    (grows ? ": the pool grows" : "")));
+        say_where(t, m);
         t.same(call, std::string("returns"), yours, "Item's constructor returns, so create returns the object");
         const Slot slot = model.take();
         const std::uintptr_t a = address(p);
@@ -466,8 +550,10 @@ void run_objects(const Start& s, const std::vector<Op>& ops) {
           }
           names.add(a, name);
         }
-        const auto from = op.target == 0 ? Objects::From::rvalue : Objects::From::lvalue;
-        model.created(slot, a, value, from);
+        t.same(chunk, grows_word, took_word, growth);
+        using C = Objects::Ctor;
+        const C ctor = std::array{C::tag_rvalue, C::tag_lvalue, C::tag_lvalue, C::none, C::two_ints, C::none}[op.target];
+        model.created(slot, a, op.target == 5 ? 0 : value, op.target == 4 ? plain : op.target == 5 ? 0 : value, ctor);
         held_by_pool += m.taken;
         break;
       }
@@ -494,11 +580,27 @@ void run_objects(const Start& s, const std::vector<Op>& ops) {
            "pool, which may write its link there");
     for (const auto& o : model.live()) {
       const Item* item = reinterpret_cast<const Item*>(o.address);
-      t.same(names.of(o.address) + "->value", o.value, item->value,
-             "create builds the object from its arguments, and no later call of the pool writes into a live object");
-      t.same("the Tag " + names.of(o.address) + " was built from", from_name(o.from), from_name(item->from),
-             "create forwards its arguments as given: Tag{} reaches Item's constructor as an rvalue, tag and "
-             "std::as_const(tag) as lvalues");
+      // Each observer is named only when it differs: these run for every object after every call.
+      if (item->ctor != o.ctor) {
+        t.differ("the constructor that built " + names.of(o.address), ctor_name(o.ctor), ctor_name(item->ctor),
+                 ctor_meaning(o.ctor));
+      }
+      if (item->value != o.value) {
+        t.differ(names.of(o.address) + "->value", std::to_string(o.value), std::to_string(item->value),
+                 "create builds the object from its arguments, and no later call of the pool writes into a live "
+                 "object");
+      }
+      int plain = 0;  // copied as bytes: a pool that default-initialises leaves it indeterminate
+      std::memcpy(&plain, &item->plain, sizeof plain);
+      if (plain != o.plain) {
+        t.differ(names.of(o.address) + "->plain", std::to_string(o.plain), std::to_string(plain),
+                 o.ctor == Objects::Ctor::none
+                     ? "create() with no argument value-initialises T, as the expression T() does: Item's defaulted "
+                       "constructor gives plain no value, so value-initialisation zeroes it first, where a bare "
+                       "`new (block) T` (default-initialisation) leaves whatever bytes the block held"
+                     : "create builds the object from its arguments, and no later call of the pool writes into a "
+                       "live object");
+      }
     }
   }
 
@@ -513,6 +615,7 @@ void run_objects(const Start& s, const std::vector<Op>& ops) {
 }  // namespace
 
 void run(const Start& start, const std::vector<Op>& ops) {
+  ModelHeap::get().start(start.below);
   switch (start.subject) {
     case Start::fixed: run_pool<alloclab::test::pool::FixedPool>("FixedPool", start, ops); break;
     case Start::shared: run_pool<alloclab::test::pool::SharedFixedPool>("SharedFixedPool", start, ops); break;

@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "failing_new.hpp"
 #include "object_pool_under_test.hpp"
@@ -95,9 +96,12 @@ template class ObjectPool<Wide>;
 template Wide* ObjectPool<Wide>::create<>();
 template class ObjectPool<Small>;
 template Small* ObjectPool<Small>::create<Small>(Small&&);
+template class ObjectPool<std::vector<int>>;
+template std::vector<int>* ObjectPool<std::vector<int>>::create<int, int>(int&&, int&&);
 
 // The model stage (model_run.cpp): the value is a const int lvalue, the Tag comes as an rvalue, an
-// lvalue or a const lvalue, and a Refuse makes Item's constructor throw.
+// lvalue or a const lvalue, a Refuse makes Item's constructor throw, and an int rvalue or no
+// argument at all picks another constructor.
 using pool_model::Item;
 using pool_model::Refuse;
 using pool_model::Tag;
@@ -106,5 +110,7 @@ template Item* ObjectPool<Item>::create<const int&, Tag>(const int&, Tag&&);
 template Item* ObjectPool<Item>::create<const int&, Tag&>(const int&, Tag&);
 template Item* ObjectPool<Item>::create<const int&, const Tag&>(const int&, const Tag&);
 template Item* ObjectPool<Item>::create<const int&, Refuse>(const int&, Refuse&&);
+template Item* ObjectPool<Item>::create<const int&, int>(const int&, int&&);
+template Item* ObjectPool<Item>::create<>();
 
 }  // namespace alloclab::test::pool

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <utility>
 
@@ -66,15 +67,21 @@ namespace pool_model {
 alignas(64) inline unsigned char decoy[2048];
 
 // ObjectPool's objects: an Item starts with a pointer (to the decoy), remembers its value and
-// whether its Tag came as an lvalue or an rvalue, and counts the destructors that ran, and those
-// that found the pointer overwritten; Item(v, Refuse{}) throws Refused.
+// which constructor built it (for a Tag, whether it came as an lvalue or an rvalue), and counts
+// the destructors that ran, and those that found the pointer overwritten; Item(v, Refuse{})
+// throws Refused. Item(v, p) and Item{v, p} are different constructors, and Item() zeroes
+// `plain` where a bare `new (block) Item` leaves the block's old bytes in it.
 struct Tag {};
 struct Refuse {};
 struct Refused {};
 struct Item {
+  using Ctor = Objects::Ctor;
   static inline int destructions = 0, overwritten = 0;
-  Item(int v, const Tag&) : value(v), from(Objects::From::lvalue) {}
-  Item(int v, Tag&&) : value(v), from(Objects::From::rvalue) {}
+  Item() = default;
+  Item(int v, const Tag&) : value(v), plain(v), ctor(Ctor::tag_lvalue) {}
+  Item(int v, Tag&&) : value(v), plain(v), ctor(Ctor::tag_rvalue) {}
+  Item(int v, int p) : value(v), plain(p), ctor(Ctor::two_ints) {}
+  Item(std::initializer_list<int>) : value(-1), plain(-1), ctor(Ctor::braced_list) {}
   Item(int, Refuse) { throw Refused{}; }
   ~Item() {
     ++destructions;
@@ -84,7 +91,8 @@ struct Item {
   Item& operator=(const Item&) = delete;
   const unsigned char* first = decoy;
   int value = 0;
-  Objects::From from = Objects::From::lvalue;
+  int plain;  // no initializer: `new (block) Item()` zeroes it, a bare `new (block) Item` leaves the block's bytes
+  Ctor ctor = Ctor::none;
 };
 
 }  // namespace pool_model

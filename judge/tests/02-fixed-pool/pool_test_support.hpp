@@ -41,6 +41,19 @@ inline void zero(void* p, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) bytes[i] = 0;
 }
 
+/// Makes AddressSanitizer report every access to the n bytes at p, and undoes it (nothing in a
+/// build without it).
+inline void poison([[maybe_unused]] const void* p, [[maybe_unused]] std::size_t n) {
+#ifdef ALLOCLAB_TEST_ASAN
+  __asan_poison_memory_region(p, n);
+#endif
+}
+inline void unpoison([[maybe_unused]] const void* p, [[maybe_unused]] std::size_t n) {
+#ifdef ALLOCLAB_TEST_ASAN
+  __asan_unpoison_memory_region(p, n);
+#endif
+}
+
 /// True when no two of the pointers are equal.
 inline bool all_distinct(std::vector<void*> blocks) {
   std::sort(blocks.begin(), blocks.end(), [](void* a, void* b) { return address(a) < address(b); });

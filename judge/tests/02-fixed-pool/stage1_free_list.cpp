@@ -3,10 +3,16 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <set>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "alloclab_test.hpp"
 #include "pool_test_support.hpp"
@@ -178,6 +184,77 @@ TEST(PoolFreeList, FreedBlocksAreAllReusedBeforeGrowing) {
   EXPECT_EQ(std::set<void*>(first.begin(), first.end()), std::set<void*>(second.begin(), second.end()))
       << "The eight blocks allocated again must be exactly the eight that were freed.";
   for (void* p : second) pool.deallocate(p);
+}
+
+// Runs `body` in a child process and returns what AddressSanitizer reported there, in three lines:
+// what it found, the access, and the first frame of the stack, the line that made it; empty when
+// the child ran to its end. A death test would print the child's whole report before the test's
+// own message, which a report of 30 lines would then hide.
+template <class Body>
+std::string asan_report_in_a_child(Body&& body) {
+  int out[2];
+  if (pipe(out) != 0) return "no pipe to a child process";
+  const pid_t child = fork();
+  if (child == 0) {
+    close(out[0]);
+    dup2(out[1], STDERR_FILENO);
+    body();
+    std::_Exit(0);  // no leak check: the child leaves the pool as it is
+  }
+  close(out[1]);
+  std::string report;
+  char buffer[4096];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) report.append(buffer, static_cast<std::size_t>(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (child > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  std::istringstream lines(report);
+  std::string summary, line;
+  bool found = false, access = false;
+  while (std::getline(lines, line)) {
+    if (line.find("ERROR: AddressSanitizer") != std::string::npos) {
+      summary += line.substr(line.find("AddressSanitizer")) + "\n";
+      found = true;
+    } else if (found && !access) {
+      summary += line + "\n";
+      access = true;
+    } else if (found && line.find("#0 ") != std::string::npos) {
+      return summary + line;
+    }
+  }
+  return summary.empty() ? "the child died without a report of AddressSanitizer" : summary;
+}
+
+// deallocate is O(1): it writes the link into the block it is given and moves the head, and
+// touches no other free block. Here every free block but the top of the list is poisoned for
+// AddressSanitizer and the last deallocate runs in a child process: a walk along the list (to
+// refuse a double free, say) reads a poisoned link there, where no clock could tell a walk of 30
+// blocks from none.
+TEST(PoolFreeList, DeallocateTouchesNoOtherFreeBlock) {
+  ALLOCLAB_REQUIRE_ASAN();
+  constexpr int kBlocks = 32;
+  FixedPool pool(kSize, kBlocks);
+  std::vector<void*> blocks;
+  for (int i = 0; i < kBlocks; ++i) {
+    void* p = pool.allocate();
+    ASSERT_NE(p, nullptr) << "allocate() returned nullptr for block " << i << " of " << kBlocks << ".";
+    blocks.push_back(p);
+  }
+  for (int i = 0; i < kBlocks - 2; ++i) pool.deallocate(blocks[i]);  // the top is blocks[kBlocks - 3]
+  const std::string report = asan_report_in_a_child([&] {
+    for (int i = 0; i < kBlocks - 3; ++i) poison(blocks[i], kSize);
+    pool.deallocate(blocks[kBlocks - 2]);
+  });
+  EXPECT_TRUE(report.empty())
+      << "deallocate(p) read or wrote a free block other than p and the top of the list (AddressSanitizer's "
+         "report, below, names your line): deallocate must be O(1), a push of p and nothing more. A walk along the "
+         "free list, to refuse a double free say, reads every free block on every call, so a pool with a million "
+         "free blocks pays a million reads per deallocate. A double free is undefined behaviour, as it is for "
+         "free(); owns() is there for a caller who wants to check a pointer.\n"
+      << report;
+  pool.deallocate(blocks[kBlocks - 2]);
+  pool.deallocate(blocks[kBlocks - 1]);
 }
 
 }  // namespace stage1_free_list

@@ -155,6 +155,28 @@ TEST(PoolChunks, MaxChunksIsAHardLimit) {
   for (void* b : blocks) pool.deallocate(b);
 }
 
+// max_chunks counts chunks, and every limit above 0 is one the contract accepts: a limit turned
+// into blocks, max_chunks * blocks_per_chunk, wraps around past SIZE_MAX to a small number.
+TEST(PoolChunks, AHugeChunkLimitIsCountedInChunks) {
+  EXPECT_NO_THROW(FixedPool(64, 2, SIZE_MAX / 2 + 1))
+      << "FixedPool(64, 2, SIZE_MAX / 2 + 1) must build: max_chunks counts chunks, and the first one is far "
+         "within that limit. Compare chunk_count() with max_chunks; max_chunks * blocks_per_chunk wraps around to "
+         "0 here.";
+  FixedPool pool(64, 3, SIZE_MAX / 3 + 1);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 6; ++i) {
+    void* p = nullptr;
+    EXPECT_NO_THROW(p = pool.allocate())
+        << "FixedPool(64, 3, SIZE_MAX / 3 + 1) threw std::bad_alloc at block " << i + 1
+        << " of 6, though it may add far more than two chunks: max_chunks counts chunks. Compare chunk_count() "
+           "with max_chunks; max_chunks * blocks_per_chunk wraps around to 2 here.";
+    ASSERT_NE(p, nullptr) << "allocate() returned nullptr for block " << i + 1 << " of 6.";
+    blocks.push_back(p);
+  }
+  EXPECT_EQ(pool.chunk_count(), 2u) << "Six blocks in chunks of three take two chunks.";
+  for (void* b : blocks) pool.deallocate(b);
+}
+
 TEST(PoolChunks, FailedAllocateChangesNothing) {
   FixedPool pool(64, 4, 2);
   std::vector<void*> blocks;

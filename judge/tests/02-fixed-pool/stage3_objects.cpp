@@ -1,6 +1,7 @@
 // Stage 3 — ObjectPool: construction in a pooled block, destruction, and a constructor that throws.
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <set>
 #include <string>
 #include <utility>
@@ -48,6 +49,45 @@ TEST(PoolObjects, CreateForwardsArgumentsAsGiven) {
   pool.destroy(from_rvalue);
   pool.destroy(from_lvalue);
   pool.destroy(from_const);
+}
+
+// create builds T(args...), with parentheses, as std::construct_at and
+// std::allocator_traits::construct do: where T has a std::initializer_list constructor, braces
+// choose that one instead.
+TEST(PoolObjects, CreateBuildsWithParentheses) {
+  ObjectPool<std::vector<int>> pool(4);
+  std::vector<int>* v = pool.create(3, 7);
+  ASSERT_NE(v, nullptr) << "create(3, 7) returned nullptr: it must return the object it built.";
+  EXPECT_EQ(*v, std::vector<int>({7, 7, 7}))
+      << "ObjectPool<std::vector<int>>::create(3, 7) must build std::vector<int>(3, 7), three 7s: create constructs "
+         "T(std::forward<Args>(args)...), with parentheses, as std::construct_at and std::allocator_traits::construct "
+         "do. Braces, T{3, 7}, choose the std::initializer_list constructor and build the two elements {3, 7}.";
+  pool.destroy(v);
+}
+
+// create() with no argument value-initialises T, as the expression T() does: a type without a
+// constructor of its own reads zeros, never what the block held before.
+TEST(PoolObjects, CreateWithoutArgumentsValueInitialises) {
+  ObjectPool<Wide> pool(4);
+  const auto nonzero = [](const Wide* w) {
+    return std::count_if(std::begin(w->bytes), std::end(w->bytes), [](char c) { return c != 0; });
+  };
+  Wide* first = pool.create();
+  ASSERT_NE(first, nullptr) << "create() returned nullptr: it must return the object it built.";
+  EXPECT_EQ(nonzero(first), 0)
+      << "create() with no argument must value-initialise T, as the expression T() does (and std::construct_at "
+         "and std::make_unique<T>() with it): Wide has no constructor of its own, so its 40 bytes must read 0 in a "
+         "fresh block, where the pool's link and the heap's filling are. A bare `new (block) T`, without the "
+         "parentheses, default-initialises and leaves those bytes.";
+  std::fill(std::begin(first->bytes), std::end(first->bytes), 'x');  // what its owner leaves behind
+  pool.destroy(first);
+  Wide* again = pool.create();
+  ASSERT_NE(again, nullptr) << "create() returned nullptr: it must return the object it built.";
+  EXPECT_EQ(nonzero(again), 0)
+      << "create() with no argument must value-initialise T, as the expression T() does: a Wide built in a block "
+         "given back must read 0 in all of its 40 bytes, not what the last object left there. A bare "
+         "`new (block) T`, without the parentheses, default-initialises and leaves those bytes.";
+  pool.destroy(again);
 }
 
 TEST(PoolObjects, DestroyRunsTheDestructor) {

@@ -1,8 +1,9 @@
 // Stage 5 — against the model: random sequences of every call of FixedPool, of SharedFixedPool
 // (one call at a time) and of ObjectPool, misuse and refused heap allocations included, run on
-// your pools and on model.hpp side by side (model_run.cpp). After every call the blocks handed
-// out, the counts, owns(), the caller's bytes in every live block, the objects and the heap the
-// pool holds must agree. This file only generates the sequences: it includes no header under
+// your pools and on model.hpp side by side (model_run.cpp), with each block the pools take put
+// above or below the others as the sequence draws (model_heap.hpp). After every call the blocks
+// handed out, the counts, owns(), the caller's bytes in every live block, the objects and the heap
+// the pool holds must agree. This file only generates the sequences: it includes no header under
 // test, so an edit of fixed_pool.hpp never recompiles it.
 #include <array>
 #include <cstddef>
@@ -70,12 +71,41 @@ std::pair<std::size_t, std::size_t> shape() {
   return {SIZE_MAX / k - 20 + j, k - 1 + d};
 }
 
-std::size_t chunk_limit() {
-  switch (choice({8, 4, 1})) {
+// max_chunks: a few, the default, 0, or about SIZE_MAX / blocks_per_chunk, the largest limits
+// whose count of blocks fits in a std::size_t and the first ones past them, where a limit compared
+// in blocks (max_chunks * blocks_per_chunk) wraps around to a small number.
+std::size_t chunk_limit(std::size_t per_chunk) {
+  switch (choice({8, 4, 1, 2})) {
     case 0: return uniform_in<std::size_t>(1, 5);
     case 1: return SIZE_MAX;
-    default: return 0;
+    case 2: return 0;
+    default:
+      if (per_chunk < 2) return SIZE_MAX - uniform_in<std::size_t>(0, 3);
+      return SIZE_MAX / per_chunk - 1 + uniform_in<std::size_t>(0, 4);
   }
+}
+
+// Where the heap puts each block the pool takes (model_heap.hpp): mostly above every block before
+// it, as a heap whose addresses grow would, one in three below them all, for as many blocks as
+// RapidCheck's size. It shrinks by moving one placement at a time above. One generator for the
+// whole list: a generator per placement made the stage a fifth slower.
+std::vector<bool> placements() {
+  const rc::Gen<std::vector<bool>> below([](const rc::Random& random, int size) {
+    rc::Random bits(random);
+    std::vector<bool> drawn(static_cast<std::size_t>(size));
+    for (std::size_t i = 0; i < drawn.size(); ++i) drawn[i] = bits.next() % 3 == 0;
+    return rc::shrinkable::shrinkRecur(std::move(drawn), [](const std::vector<bool>& v) {
+      std::vector<std::size_t> below_at;
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (v[i]) below_at.push_back(i);
+      return rc::seq::map(rc::seq::fromContainer(std::move(below_at)), [v](std::size_t i) {
+        std::vector<bool> above = v;
+        above[i] = false;
+        return above;
+      });
+    });
+  });
+  return *below;
 }
 
 // owns: how many strides from the block the place asked about lies, and how many bytes into its
@@ -114,9 +144,17 @@ rc::Gen<Op> object_ops() {
     const long fail = kind == K::create ? failure() : 0;
     const auto pick = uniform_in<std::size_t>(0, 64);
     // create: the Tag passed as a temporary, an lvalue or a const lvalue; now and then a Refuse{},
-    // whose constructor throws.
-    const int target = kind != K::create ? 0 : choice({5, 1}) == 0 ? uniform_in(0, 3) : 3;
-    return Op(kind, fail, pick, 0, 0, target);
+    // whose constructor throws, an int, or no argument at all.
+    int target = 0;
+    if (kind == K::create) {
+      switch (choice({5, 1, 2})) {
+        case 0: target = uniform_in(0, 3); break;
+        case 1: target = 3; break;
+        default: target = uniform_in(4, 6); break;
+      }
+    }
+    const int plain = kind == K::create ? steps() : 0;
+    return Op(kind, fail, pick, plain, 0, target);
   });
 }
 
@@ -124,16 +162,20 @@ ALLOCLAB_MODEL_TEST(PoolModel, EveryCallAgreesWithTheModel, 2, {}, [] {
   const auto subject = std::array{Start::fixed, Start::shared, Start::objects}[choice({5, 2, 3})];
   if (subject == Start::objects) {
     const auto per_chunk = uniform_in<std::size_t>(1, 7);
-    const Start start(subject, 0, per_chunk, SIZE_MAX, failure());
-    pool_model::run(start, *rc::gen::container<std::vector<Op>>(object_ops()));
+    Start start(subject, 0, per_chunk, SIZE_MAX, failure());
+    const auto ops = *rc::gen::container<std::vector<Op>>(object_ops());
+    start.below = placements();
+    pool_model::run(start, ops);
     return;
   }
   const auto [block_size, per_chunk] = shape();
   // Now and then the constructor's defaults: blocks_per_chunk = 1024, max_chunks = SIZE_MAX.
   const int given = std::array{3, 2, 1}[choice({12, 1, 1})];
-  const std::size_t max_chunks = chunk_limit();
-  const Start start(subject, block_size, per_chunk, max_chunks, failure(), given);
-  pool_model::run(start, *rc::gen::container<std::vector<Op>>(pool_ops()));
+  const std::size_t max_chunks = chunk_limit(per_chunk);
+  Start start(subject, block_size, per_chunk, max_chunks, failure(), given);
+  const auto ops = *rc::gen::container<std::vector<Op>>(pool_ops());
+  start.below = placements();
+  pool_model::run(start, ops);
 })
 
 }  // namespace stage5_model

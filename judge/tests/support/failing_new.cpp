@@ -30,6 +30,7 @@ namespace failing_new {
 std::atomic<long> countdown{0};  // calls left until the armed failure; 0: disarmed
 std::atomic<bool> fired{false};
 std::atomic<long> in_use{0};  // blocks returned and not yet freed
+std::atomic<alloclab::test::OwnHeap*> own_heap{nullptr};
 
 // Counts the call; true when this is the one armed to fail.
 bool must_fail() noexcept {
@@ -235,13 +236,15 @@ void* allocate(std::size_t n, std::size_t align, bool array) noexcept {
   const Form form{n, align, array, false};
   if (n == 0) n = 1;  // every call returns a distinct pointer
   void* p = nullptr;
-  if (align <= alignof(std::max_align_t)) {
+  if (auto* heap = own_heap.load(std::memory_order_acquire)) p = heap->take(n, align);
+  if (p == nullptr && align <= alignof(std::max_align_t)) {
     p = std::malloc(n);
-  } else if (posix_memalign(&p, align, n) != 0) {
+  } else if (p == nullptr && posix_memalign(&p, align, n) != 0) {
     p = nullptr;
   }
   if (p != nullptr && !remember(p, form)) {
-    std::free(p);
+    auto* heap = own_heap.load(std::memory_order_acquire);
+    if (heap == nullptr || !heap->give_back(p)) std::free(p);
     p = nullptr;
   }
   if (p != nullptr) {
@@ -270,6 +273,7 @@ void release(void* p, const Form& released) noexcept {
     report(p, "new-delete-type-mismatch", &allocated, released);
   }
   in_use.fetch_sub(1, std::memory_order_relaxed);
+  if (auto* heap = own_heap.load(std::memory_order_acquire); heap != nullptr && heap->give_back(p)) return;
   std::free(p);
 }
 
@@ -303,6 +307,8 @@ void resume_failing_new(long countdown) noexcept {
 bool failed_new() noexcept { return failing_new::fired.load(std::memory_order_relaxed); }
 
 long news_in_use() noexcept { return failing_new::in_use.load(std::memory_order_relaxed); }
+
+void use_own_heap(OwnHeap* heap) noexcept { failing_new::own_heap.store(heap, std::memory_order_release); }
 
 }  // namespace alloclab::test
 

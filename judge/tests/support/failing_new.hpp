@@ -14,6 +14,7 @@
 // still AddressSanitizer's to see, in the malloc'd blocks.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <new>
 
@@ -60,6 +61,24 @@ std::unique_ptr<Holder> uncounted_holder() {
   const UncountedNew uncounted;
   return std::make_unique_for_overwrite<Holder>();
 }
+
+/// Memory of a test's own that the global operator new takes blocks from before it asks malloc:
+/// exercise 02's model stage places each block its pools take where the drawn sequence says
+/// (model_heap.hpp), so that no answer of a pool depends on where malloc happens to put things.
+/// `take` returns nullptr to leave a request to malloc; `give_back` says whether a block was its
+/// own. A failing heap (above) refuses a call before the own heap is asked.
+class OwnHeap {
+ public:
+  virtual void* take(std::size_t n, std::size_t align) noexcept = 0;
+  virtual bool give_back(void* p) noexcept = 0;
+
+ protected:
+  ~OwnHeap() = default;
+};
+
+/// From now on operator new asks `heap` first, and operator delete gives `heap` its own blocks
+/// back. Set once and for good: a block it handed out may be deleted at any later time.
+void use_own_heap(OwnHeap* heap) noexcept;
 
 /// Arms `fail_nth_new(n)` for the lifetime of the scope and disarms at its end, whatever
 /// the code inside does. Take every snapshot to compare with before the scope and check

@@ -140,9 +140,15 @@ struct Budget {
   int max_size = 60;  // RapidCheck's size: about the longest sequence generated
 };
 
-/// Runs `property` (a callable taking the generated values, as `rc::check` does) over `budget`'s
-/// sequences with this run's seed, and fails the current GoogleTest test with the shrunk
-/// sequence, its difference and how to replay it.
+/// Runs `property` (a callable without arguments that draws what it needs, as every model test's
+/// does) over `budget`'s sequences with this run's seed, and fails the current GoogleTest test
+/// with the shrunk sequence, its difference and how to replay it.
+///
+/// RapidCheck runs the shrunk sequence once more to describe it. A header whose answers depend on
+/// more than the calls (bytes it never wrote, where the heap put a block, what an earlier sequence
+/// left behind) may pass that run, and RapidCheck then describes the failure as "no exceptions
+/// thrown": no calls, nothing to act on. So the sequences are watched as they run, and such a
+/// failure is reported with the sequence as it first failed, before shrinking, and says so.
 template <class Property>
 void check(const char* file, int line, int exercise, Budget budget, Property&& property) {
   rc::detail::TestParams params;
@@ -156,11 +162,41 @@ void check(const char* file, int line, int exercise, Budget budget, Property&& p
   rc::detail::TestMetadata metadata;
   metadata.id = std::string(test->test_suite_name()) + "/" + test->name();
   metadata.description = test->name();
-  const auto result = rc::detail::checkTestable(std::forward<Property>(property), metadata, params);
+  std::string first_failure;  // the first failing sequence's description, as it was found
+  bool last_failed = false;   // whether the last sequence run failed: RapidCheck's last run is the one it reports
+  const auto failed = [&](std::string description) {
+    if (first_failure.empty()) first_failure = std::move(description);
+    last_failed = true;
+  };
+  auto watched = [&] {
+    last_failed = false;
+    try {
+      property();
+    } catch (const rc::detail::CaseResult& result) {
+      if (result.type == rc::detail::CaseResult::Type::Failure) failed(result.description);
+      throw;
+    } catch (const rc::GenerationFailure&) {  // a sequence RapidCheck discards
+      throw;
+    } catch (const std::exception& e) {
+      failed(std::string("with an exception that left the sequence: ") + e.what());
+      throw;
+    } catch (...) {
+      failed("with something thrown that is not a std::exception");
+      throw;
+    }
+  };
+  const auto result = rc::detail::checkTestable(watched, metadata, params);
   const std::string replay = ": `python3 judge/judge.py test " + std::to_string(exercise) + " --seed " +
                              std::to_string(params.seed) + "` runs the same sequences again (RC_PARAMS=\"seed=" +
                              std::to_string(params.seed) + "\" for the test program alone)";
-  if (result.template is<rc::detail::FailureResult>()) {
+  if (result.template is<rc::detail::FailureResult>() && !last_failed) {
+    GTEST_MESSAGE_AT_(file, line, "", ::testing::TestPartResult::kNonFatalFailure)
+        << "Your header and the model disagree " << first_failure
+        << "\nThat is the sequence as it first failed, not shrunk: the shortest sequence that failed while it "
+           "was shrunk passed when it ran again, so your header's answers depend on more than the calls (bytes it "
+           "never wrote, where the heap put a block, or what an earlier sequence left behind)."
+        << "\nSeed " << params.seed << replay << ".";
+  } else if (result.template is<rc::detail::FailureResult>()) {
     const auto& failure = result.template get<rc::detail::FailureResult>();
     GTEST_MESSAGE_AT_(file, line, "", ::testing::TestPartResult::kNonFatalFailure)
         << "Your header and the model disagree " << failure.description << "\nSeed " << params.seed << replay
