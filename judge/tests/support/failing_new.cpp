@@ -71,7 +71,7 @@ struct Form {
 // serves an operator delete after every static destructor. Its slots are packed in two words,
 // and it starts small, so that the records of a test's blocks stay in the cache.
 struct Slot {
-  std::uintptr_t p;    // 0: empty
+  std::uintptr_t p;    // key(address); 0: empty
   std::uint64_t form;  // pack(form)
 };
 
@@ -115,9 +115,14 @@ FAILING_NEW_TABLE void place(Slot* slots, std::size_t capacity, const Slot& slot
   slots[i] = slot;
 }
 
+// The table keeps each address inverted: LeakSanitizer reads every word of the heap for pointers,
+// and a table of plain addresses would keep every block it records reachable, so that a block the
+// learner's code loses would never be reported as a leak.
+FAILING_NEW_TABLE std::uintptr_t key(void* p) noexcept { return ~reinterpret_cast<std::uintptr_t>(p); }
+
 // Records the block's form; false when the table cannot grow, and the block cannot be served.
 FAILING_NEW_TABLE bool remember(void* p, const Form& form) noexcept {
-  const auto key = reinterpret_cast<std::uintptr_t>(p);
+  const auto key = failing_new::key(p);
   Shard& shard = shard_of(mix(key));
   const std::lock_guard<std::mutex> guard(shard.lock);
   if ((shard.used + 1) * 4 > shard.capacity * 3) {  // at most three quarters full
@@ -139,7 +144,7 @@ FAILING_NEW_TABLE bool remember(void* p, const Form& form) noexcept {
 // Takes the block's record out of the table; false when it has none (never from operator new,
 // or given back already).
 FAILING_NEW_TABLE bool forget(void* p, Form& form) noexcept {
-  const auto key = reinterpret_cast<std::uintptr_t>(p);
+  const auto key = failing_new::key(p);
   Shard& shard = shard_of(mix(key));
   const std::lock_guard<std::mutex> guard(shard.lock);
   if (shard.capacity == 0) return false;
