@@ -1,9 +1,10 @@
 """`check`: the maintainer's proof that the kit is sound. The judge's own unit tests pass, the
-catalog is valid, every reference passes every stage in every configuration with both
-compilers, every untouched skeleton compiles and fails every stage, every known mistake is
-caught by the test it names, the serving engine built on the references serves a short trace
-with every token equal to the plain engine's, and the learner's docs build without warnings and
-load in a browser with nothing broken."""
+catalog is valid, no stage's test calls a member the skeleton marks for a later stage, every
+exercise's mutants were proven against its reference as it is, every reference passes every
+stage in every configuration with both compilers, every untouched skeleton compiles and fails
+every stage, every known mistake is caught by the test it names, the serving engine built on the
+references serves a short trace with every token equal to the plain engine's, and the learner's
+docs build without warnings and load in a browser with nothing broken."""
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..learner import bench, serve
-from . import browser, docs
+from . import browser, docs, mutate, stage_marks
 from ..core import build, judging, listing, process, sanitizers
 from .. import ui
 from .lint import validate
@@ -58,6 +59,12 @@ def check_command(args, catalog: Catalog) -> bool:
     report(_unit_tests(args.jobs))
     problems = validate(catalog)
     report(Item(not problems, "the catalog is valid", "\n".join(problems)))
+    early = [problem for ex in exercises for problem in stage_marks.problems(ex)]
+    report(Item(not early, "every stage's tests call only what the skeleton marks for that stage or an earlier one",
+                "\n".join(early)))
+    unproven = mutate.record_problems(exercises)
+    report(Item(not unproven, "every exercise's mutants were proven against its reference as it is now",
+                "\n".join(unproven)))
 
     slots = build.Slots("check", args.jobs)
     jobs = []
