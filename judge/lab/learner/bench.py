@@ -2,14 +2,18 @@
 header and against the reference, runs both, and prints how the allocator the exercise builds
 compares with every other allocator of the same workload.
 
-Every benchmark runs several times (Google Benchmark's repetitions, interleaved at random so that
-a burst of load on the machine does not fall on one row alone); a figure is the median of its
-repetitions, printed with its spread (the median distance of a repetition from that median, as a
-share of it: one repetition slowed down by the machine's load does not blow it up, as a range
-would), so that a reader can tell a difference from noise."""
+Every benchmark runs several times, each run a process of its own: a benchmark that changes the
+process's state (glibc's malloc settings, a heap grown or fragmented, a static pool) changes no
+other row. The runs of all rows are interleaved at random, so that a burst of load on the machine
+does not fall on one row alone. A figure is the median of its runs, printed with its spread (the
+median distance of a run from that median, as a share of it: one run slowed down by the
+machine's load does not blow it up, as a range would), so that a reader can tell a difference
+from noise. Only the rows of the exercise's own allocator run the learner's code; the others run
+the same code in both builds, so their runs are pooled into one figure, with no yours ÷ reference."""
 from __future__ import annotations
 
 import json
+import random
 import re
 import statistics
 
@@ -94,16 +98,36 @@ def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: st
         if not built.ok:
             error = built.first_error(exercise.exercise_file)
             raise BenchError(f"does not compile: {error.where()}: {error.message}" if error else built.problem)
-        argv = [str(tree / target), "--benchmark_format=json", f"--benchmark_min_time={min_time}"]
-        if name_filter:
-            argv.append(f"--benchmark_filter={name_filter}")
-        if repetitions > 1:
-            argv += [f"--benchmark_repetitions={repetitions}", "--benchmark_enable_random_interleaving=true"]
-        try:
-            return program.ask(argv, parse, what="the benchmark", timeout=catalog.limits.bench_timeout_seconds,
-                               limit="bench_timeout_seconds", keep_bytes=4_000_000)
-        except program.Failed as failed:
-            raise BenchError(str(failed)) from None
+        binary = str(tree / target)
+        listing = [binary, "--benchmark_list_tests=true"] + ([f"--benchmark_filter={name_filter}"] if name_filter else [])
+        names = _ask(catalog, listing, lambda out: [line.strip() for line in out.splitlines() if line.strip()])
+        # One process per run of a benchmark, the runs of every row shuffled together.
+        runs = [index for index in range(len(names)) for _ in range(repetitions)]
+        random.shuffle(runs)
+        entries = []
+        for index in runs:
+            argv = [binary, "--benchmark_format=json", f"--benchmark_min_time={min_time}",
+                    f"--benchmark_filter={_exactly(names[index])}"]
+            for entry in _ask(catalog, argv, json.loads).get("benchmarks", []):
+                # The order of the file, which a process running one benchmark cannot tell.
+                entries.append({**entry, "family_index": index, "per_family_instance_index": 0})
+        return parse(json.dumps({"benchmarks": entries}))
+
+
+_REGEX_SPECIAL_RE = re.compile(r"[.^$|()\[\]{}*+?\\]")
+
+
+def _exactly(name: str) -> str:
+    """A --benchmark_filter that selects the benchmark `name` and no other."""
+    return "^" + _REGEX_SPECIAL_RE.sub(lambda m: "\\" + m.group(), name) + "$"
+
+
+def _ask(catalog: Catalog, argv: list[str], read):
+    try:
+        return program.ask(argv, read, what="the benchmark", timeout=catalog.limits.bench_timeout_seconds,
+                           limit="bench_timeout_seconds", keep_bytes=4_000_000)
+    except program.Failed as failed:
+        raise BenchError(str(failed)) from None
 
 
 def _fmt_ns(ns: float) -> str:
@@ -177,14 +201,16 @@ def footnote(subject: str, measured: list[dict | None], repetitions: int) -> str
     spreads = sorted(row["spread"] for results in measured for rows in (results or {}).values()
                      for row in rows.values() if row.get("spread") is not None and len(row.get("runs", ())) > 1)
     text = ("Times are per benchmark iteration" +
-            (f", each the median of {repetitions} repetitions run in random order, with ± the median distance of "
-             "a repetition from it, as a share of it" if repetitions > 1 else
-             ", from one run each (--repetitions 5 or more shows how much they move)") +
+            (f", each the median of {repetitions} runs, every run a process of its own (no row inherits another's "
+             "heap or malloc settings) and the runs of all rows in random order, with ± the median distance of "
+             "a run from it, as a share of it" if repetitions > 1 else
+             ", from one run each, a process of its own (--repetitions 5 or more shows how much they move)") +
             f". Your code runs only on the rows of {subject}* (in colour): only they compare yours ÷ reference, "
-            "the same row built against your header and against the reference. Under another allocator's row, a "
-            "line compares the exercise's allocator with it, in the same build.")
+            "the same row built against your header and against the reference. The other rows run the same code "
+            "in both builds: their runs are pooled into one figure. Under such a row, a line compares the "
+            "exercise's allocator with it, in each build.")
     if spreads:
-        text += (f" In this run the repetitions of a row moved by ±{statistics.median(spreads):.0%} in the median "
+        text += (f" In this run the runs of a row moved by ±{statistics.median(spreads):.0%} in the median "
                  f"row and by up to ±{spreads[-1]:.0%}: a difference smaller than the spreads of its two figures "
                  "together is noise. From one run to the next the figures move further, with whatever else the "
                  "machine runs: run it again before you trust a difference.")
@@ -234,23 +260,41 @@ def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> list[
     for alloc in rows:
         m, r = mine.get(alloc), ref.get(alloc)
         is_subject = alloc.startswith(subject)
+        if not is_subject:
+            m = r = pooled(m, r)
         name = ui.paint(f"{alloc:<24}", "cyan") if is_subject else f"{alloc:<24}"
         versus = yours_over_reference(m, r) if is_subject else None
         flagged = versus is not None and versus > SLOWER_THAN_REFERENCE
         if flagged:
             slow.append(f"{workload}/{alloc}")
         cell = ("—" if versus is None else f"{versus:.2f}" + (" ⚠ slower" if flagged else "")) if is_subject else ""
-        line = f"  {name}{_cell(m)} {_spread(m):<7}{_cell(r)} {_spread(r):<7}"
-        print(line + (ui.paint(f"{cell:>19}", "yellow") if flagged else f"{cell:>19}") if cell else line.rstrip())
+        if is_subject:
+            line = f"  {name}{_cell(m)} {_spread(m):<7}{_cell(r)} {_spread(r):<7}"
+            print(line + (ui.paint(f"{cell:>19}", "yellow") if flagged else f"{cell:>19}"))
+        else:
+            print(f"  {name}{_cell(m)} {_spread(m):<7}" + ui.paint("either build: none of your code", "dim"))
         if not is_subject and (line := comparison(subject_row, alloc, subj_mine, m, subj_ref, r)):
             print(ui.paint(f"    {line}", "dim"))
         for key in keys:
             mv, rv = (m or {}).get("counters", {}).get(key), (r or {}).get("counters", {}).get(key)
-            print(ui.paint(f"    {key:<22}{_num(mv):>12}  {'':<6}{_num(rv):>12}", "dim"))
-        for who, row in (("yours", m), ("the reference", r)):
+            print(ui.paint(f"    {key:<22}{_num(mv):>12}" + (f"  {'':<6}{_num(rv):>12}" if is_subject else ""), "dim"))
+        for who, row in (("yours", m), ("the reference", r)) if is_subject else (("both builds", m),):
             if row and row.get("error"):
                 print(ui.paint(f"    {who}: {row['error']}", "yellow"))
     return slow
+
+
+def pooled(mine: dict | None, ref: dict | None) -> dict | None:
+    """One row from the same benchmark's runs in both builds, for a row that runs none of the
+    learner's code: the median and spread of all its runs. A build whose row failed adds nothing;
+    when both failed, the reference's failure stands."""
+    rows = [row for row in (mine, ref) if row and row.get("ns")]
+    if not rows:
+        return ref or mine
+    runs = [t for row in rows for t in (row.get("runs") or [row["ns"]])]
+    median = statistics.median(runs)
+    spread = statistics.median(abs(t - median) for t in runs) / median if median else 0.0
+    return {"ns": median, "runs": runs, "spread": spread, "counters": rows[-1]["counters"]}
 
 
 def yours_over_reference(mine: dict | None, ref: dict | None) -> float | None:
