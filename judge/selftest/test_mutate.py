@@ -87,8 +87,8 @@ class ProvenAgainstTest(unittest.TestCase):
         self.assertIn("python3 judge/judge.py mutate 1", problem)
 
     def test_the_proof_is_written_above_the_entries_and_kept_there(self):
-        mutate.record_proof(self.exercise)
-        mutate.record_proof(self.exercise)
+        mutate.record_proof(self.exercise, mutate.reference_digest(self.exercise))
+        mutate.record_proof(self.exercise, mutate.reference_digest(self.exercise))
         text = self.record.read_text(encoding="utf-8")
         self.assertEqual(text.count("proven_against = "), 1)
         self.assertLess(text.index("proven_against"), text.index("[[equivalent]]"))
@@ -96,7 +96,7 @@ class ProvenAgainstTest(unittest.TestCase):
         self.assertEqual(list(mutate.equivalents(self.exercise).values()), ["r"])
 
     def test_a_changed_reference_names_the_run_to_make(self):
-        mutate.record_proof(self.exercise)
+        mutate.record_proof(self.exercise, mutate.reference_digest(self.exercise))
         self.exercise.solution_file.write_text("int f() { return 2; }\n", encoding="utf-8")
         [problem] = mutate.record_problems([self.exercise])
         self.assertIn("changed since", problem)

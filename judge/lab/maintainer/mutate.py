@@ -156,11 +156,11 @@ def reference_digest(exercise: Exercise) -> str:
     return hashlib.sha256(exercise.solution_file.read_bytes()).hexdigest()
 
 
-def record_proof(exercise: Exercise) -> None:
-    """Writes the reference's digest as the one the exercise's mutants were last proven against:
-    in place of the record's line, or above its first entry."""
+def record_proof(exercise: Exercise, digest: str) -> None:
+    """Writes `digest`, the reference's as the run judged it, as the one the exercise's mutants
+    were last proven against: in place of the record's line, or above its first entry."""
     path = record_path(exercise)
-    line = f'proven_against = "{reference_digest(exercise)}"\n'
+    line = f'proven_against = "{digest}"\n'
     text = path.read_text(encoding="utf-8") if path.is_file() else (
         f"# Mutants of {shown(exercise.solution_file)} that no test can tell from the reference, "
         f"and why.\n# `python3 judge/judge.py mutate {exercise.id}` leaves them out of its survivors "
@@ -181,7 +181,11 @@ def record_problems(exercises) -> list[str]:
     """Each exercise whose reference is not the one its mutants were last proven against."""
     problems = []
     for ex in exercises:
-        recorded = _record(ex).get("proven_against")
+        try:
+            recorded = _record(ex).get("proven_against")
+        except tomllib.TOMLDecodeError as err:
+            problems.append(f"exercise {ex.name}: {shown(record_path(ex))} is not valid TOML: {err}")
+            continue
         if recorded == reference_digest(ex):
             continue
         why = ("its mutants were never proven against a reference" if not recorded
@@ -208,6 +212,7 @@ def apply(source: str, mutant: Mutant) -> str:
 def mutate_command(args, catalog: Catalog) -> bool:
     exercise = catalog.resolve(args.exercise)
     source = exercise.solution_file.read_text(encoding="utf-8")
+    judged = reference_digest(exercise)  # what the mutants are made from, whatever changes meanwhile
     mutants = [m for m in generate(source) if not args.line or m.line in args.line]
     known = equivalents(exercise)
     if args.list:
@@ -230,7 +235,7 @@ def mutate_command(args, catalog: Catalog) -> bool:
                   flush=True)
     proven = _summary(mutants, outcomes, known, time.monotonic() - start)
     if proven and not args.line:
-        record_proof(exercise)
+        record_proof(exercise, judged)
         print(f"Recorded the reference as proven: proven_against in {shown(record_path(exercise))}")
     elif proven:
         print("Only some lines were judged: the record of the proven reference stays as it was (run "
