@@ -15,6 +15,7 @@
 namespace stage2_laps {
 
 using alloclab::test::ring::RingBumpAllocator;
+using alloclab::test::ring::expect_bad_alignments_refused;
 using alloclab::test::ring::Block;
 using alloclab::test::ring::fill;
 using alloclab::test::ring::first_changed;
@@ -169,16 +170,10 @@ TEST(RingLaps, ARefusalChangesNothing) {
 
 TEST(RingLaps, RefusesBadAlignmentsWhereAWrapWouldFit) {
   RingBumpAllocator ring(2 * 4096);
-  // Half a lap allocated and reclaimed: a block sent to offset 0 by a wild padding would fit.
   ASSERT_NE(ring.allocate(4096, 1), nullptr) << "allocate(4096, 1) on a new ring of 8192 bytes returned nullptr.";
   ring.reclaim(ring.checkpoint());
-  for (std::size_t align : {std::size_t{0}, std::size_t{3}, std::size_t{48}, std::size_t{100}, std::size_t{8192},
-                            std::size_t{1} << 20, SIZE_MAX}) {
-    EXPECT_EQ(ring.allocate(8, align), nullptr)
-        << "allocate(8, " << align << ") must return nullptr, after a wrap too: align must be a power of two no "
-           "larger than 4096, the buffer's own alignment, which is all that offset 0 can promise.";
-    EXPECT_EQ(ring.checkpoint(), 4096u) << "A refused allocate(8, " << align << ") must change nothing.";
-  }
+  expect_bad_alignments_refused(ring, 4096, "after half a lap allocated and reclaimed, where a block that a wild "
+                                            "padding sends to offset 0 would fit");
 }
 
 TEST(RingLaps, ReclaimIgnoresStaleAndFutureCheckpoints) {
