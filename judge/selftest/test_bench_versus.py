@@ -28,7 +28,7 @@ class YoursOverReference(unittest.TestCase):
         [malloc] = [line for line in lines if line.startswith("  malloc")]
         self.assertIn("2.00 ⚠ slower", pool)
         self.assertIn("40.0 ns", malloc)
-        self.assertTrue(malloc.rstrip().endswith("either build: none of your code"),
+        self.assertTrue(malloc.rstrip().endswith("both builds: runs none of your code"),
                         f"malloc runs none of your code: {malloc!r}")
         self.assertEqual(slow, ["retain_release/pool"])
 

@@ -272,7 +272,7 @@ def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> list[
             line = f"  {name}{_cell(m)} {_spread(m):<7}{_cell(r)} {_spread(r):<7}"
             print(line + (ui.paint(f"{cell:>19}", "yellow") if flagged else f"{cell:>19}"))
         else:
-            print(f"  {name}{_cell(m)} {_spread(m):<7}" + ui.paint("either build: none of your code", "dim"))
+            print(f"  {name}{_cell(m)} {_spread(m):<7}" + ui.paint("both builds: runs none of your code", "dim"))
         if not is_subject and (line := comparison(subject_row, alloc, subj_mine, m, subj_ref, r)):
             print(ui.paint(f"    {line}", "dim"))
         for key in keys:
