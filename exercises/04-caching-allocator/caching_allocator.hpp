@@ -102,6 +102,8 @@ class CachingAllocator {
   /// being freed, that block stays pending, those freed before it stay free, and the call throws.
   [[nodiscard]] void* allocate([[maybe_unused]] std::size_t n, [[maybe_unused]] int stream = 0) { return nullptr; }
 
+  /// Stage 2. TODO: mark the block free and put it back among its pool's free blocks, where
+  /// the next request's best fit finds it.
   /// Stage 3. TODO: nullptr is a no-op. Merge the block with its free neighbours in the same
   /// segment (never across segments) and put it back in its pool. A pointer this allocator did
   /// not hand out, an interior pointer, or one already freed throws std::invalid_argument and

@@ -127,9 +127,11 @@ class KVCacheManager {
   /// Stage 1. Blocks a request could get: idle in the pool, plus cached blocks no request uses.
   [[nodiscard]] int num_free_blocks() const noexcept { return 0; }
 
+  /// Stage 1. 0 while prefix caching is off.
   /// Stage 3. Blocks a prompt can currently hit, in use or not.
   [[nodiscard]] int num_cached_blocks() const noexcept { return 0; }
 
+  /// Stage 1. Every count 0 while prefix caching is off and no request was forked.
   /// Stages 2 and 3. What the cache did so far.
   [[nodiscard]] PrefixCacheStats stats() const noexcept { return {}; }
 

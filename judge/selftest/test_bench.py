@@ -41,7 +41,7 @@ class BenchTest(unittest.TestCase):
         self.assertAlmostEqual(row["spread"], 0.5 / 26.5)
         self.assertEqual(bench._spread(row), "±2%")
         note = bench.footnote("alloclab_", [{"pmr_vector": {"monotonic": row}}], 5)
-        self.assertIn("the median of 5 repetitions", note)
+        self.assertIn("the median of 5 runs, every run a process of its own", note)
         self.assertIn("by up to ±2%", note)
         self.assertNotIn("a few percent", note)
 

@@ -28,12 +28,25 @@ class YoursOverReference(unittest.TestCase):
         [pool] = [line for line in lines if line.startswith("  pool")]
         [malloc] = [line for line in lines if line.startswith("  malloc")]
         self.assertIn("2.00 ⚠ slower", pool)
-        self.assertTrue(malloc.rstrip().endswith("40.0 ns"), f"malloc runs none of your code: {malloc!r}")
+        self.assertIn("40.0 ns", malloc)
+        self.assertTrue(malloc.rstrip().endswith("both builds: runs none of your code"),
+                        f"malloc runs none of your code: {malloc!r}")
         self.assertEqual(slow, ["retain_release/pool"])
+
+    def test_a_row_that_runs_none_of_your_code_is_one_figure_of_both_builds_runs(self):
+        mine = {"pool": row(10.0), "malloc": {"ns": 3.0, "runs": [2.0, 3.0, 4.0], "spread": 0.3, "counters": {}}}
+        ref = {"pool": row(10.0), "malloc": {"ns": 300.0, "runs": [300.0, 310.0], "spread": 0.02, "counters": {}}}
+        text, _ = self.table(mine, ref)
+        [malloc] = [line for line in text.splitlines() if line.startswith("  malloc")]
+        self.assertEqual(malloc.count(" ns"), 1, f"one figure, not one per build: {malloc!r}")
+        self.assertIn("4.0 ns", malloc)  # the median of the five runs, 2, 3, 4, 300 and 310
+        self.assertIn("pool 2.5× slower than malloc with your header; 2.5× slower with the reference", text)
+        self.assertIsNone(bench.pooled(None, None))
+        self.assertEqual(bench.pooled({"ns": None, "counters": {}, "error": "x"}, row(5.0))["ns"], 5.0)
 
     def test_the_comparison_with_another_allocator_says_which_is_faster(self):
         """`210.0× faster` alone, on the device's row, read as the device being faster."""
-        text, _ = self.table({"caching": row(1.0), "device": row(210.0)}, {"caching": row(1.0), "device": row(105.0)},
+        text, _ = self.table({"caching": row(1.0), "device": row(210.0)}, {"caching": row(2.0), "device": row(210.0)},
                              "caching")
         self.assertIn("    caching 210.0× faster than device with your header; 105.0× faster with the reference",
                       text)

@@ -65,5 +65,43 @@ class GenerateTest(unittest.TestCase):
                     self.assertTrue(reason.strip())
 
 
+class ProvenAgainstTest(unittest.TestCase):
+    """A mutation run records the reference it proved; `check` names the run a changed one needs."""
+
+    def setUp(self):
+        import tempfile
+        from pathlib import Path
+        from types import SimpleNamespace
+        root = Path(tempfile.mkdtemp())
+        (root / "mistakes").mkdir()
+        (root / "arena.hpp").write_text("int f() { return 1; }\n", encoding="utf-8")
+        self.record = root / "mistakes" / "equivalent-mutants.toml"
+        self.record.write_text('# Mutants of arena.hpp, and why.\n\n[[equivalent]]\nline = "a;"\nmutant = ";"\n'
+                               'reason = "r"\n', encoding="utf-8")
+        self.exercise = SimpleNamespace(id=1, name="01-arena", solution_file=root / "arena.hpp",
+                                        mistakes_dir=root / "mistakes")
+
+    def test_a_record_that_names_no_reference_asks_for_a_run(self):
+        [problem] = mutate.record_problems([self.exercise])
+        self.assertIn("never proven", problem)
+        self.assertIn("python3 judge/judge.py mutate 1", problem)
+
+    def test_the_proof_is_written_above_the_entries_and_kept_there(self):
+        mutate.record_proof(self.exercise, mutate.reference_digest(self.exercise))
+        mutate.record_proof(self.exercise, mutate.reference_digest(self.exercise))
+        text = self.record.read_text(encoding="utf-8")
+        self.assertEqual(text.count("proven_against = "), 1)
+        self.assertLess(text.index("proven_against"), text.index("[[equivalent]]"))
+        self.assertEqual(mutate.record_problems([self.exercise]), [])
+        self.assertEqual(list(mutate.equivalents(self.exercise).values()), ["r"])
+
+    def test_a_changed_reference_names_the_run_to_make(self):
+        mutate.record_proof(self.exercise, mutate.reference_digest(self.exercise))
+        self.exercise.solution_file.write_text("int f() { return 2; }\n", encoding="utf-8")
+        [problem] = mutate.record_problems([self.exercise])
+        self.assertIn("changed since", problem)
+        self.assertIn("python3 judge/judge.py mutate 1", problem)
+
+
 if __name__ == "__main__":
     unittest.main()

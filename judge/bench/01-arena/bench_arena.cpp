@@ -10,7 +10,8 @@
 //   decode_step/pmr_monotonic  std::pmr::monotonic_buffer_resource over a preallocated
 //                              buffer, release() at the end of each step
 //   decode_step/malloc_tuned   malloc/free again, with glibc told never to give memory
-//                              back to the kernel (runs last: the setting is global)
+//                              back to the kernel (the setting is the process's: `bench`
+//                              runs each benchmark in a process of its own)
 //
 // Only one byte of each tensor is written: enough that no allocation can be optimised
 // away, little enough that the allocator's own cost is what is measured. Each tensor's
@@ -19,14 +20,18 @@
 // cache's conflicts instead of the allocator.
 //
 // With glibc's default settings, the blocks of 128 KiB and more are first served by
-// mmap; once such a block is freed, glibc raises its mmap threshold and serves them
-// from the heap instead, but it keeps giving the top of the heap back to the kernel
-// whenever more than twice that threshold is free, which is every step. So each step
-// asks the kernel for memory again and faults its pages in again: that cost is real, and
-// an engine's step pays it too. The arena's and the pmr resource's buffers are allocated
-// once and kept for the whole run, so that freeing them cannot change glibc's thresholds
-// (freeing a 16 MiB block raises them for the rest of the process) and the malloc
-// figures do not depend on which benchmark ran first.
+// mmap; once such a block is freed, glibc raises its mmap threshold to that block's size
+// and serves them from the heap instead, but it keeps giving the top of the heap back to
+// the kernel whenever more than twice that threshold is free, which is every step. So
+// each step asks the kernel for memory again and faults its pages in again: that cost is
+// real, and an engine's step pays it too. What malloc costs therefore depends on the
+// process's past: after a free of an mmapped block of 8 MiB or more (a 16 MiB buffer, say)
+// the trim threshold is above what a step frees, the heap is never trimmed, and a step
+// costs microseconds instead of a millisecond; mallopt (malloc_tuned) cannot be undone.
+// Rows in one process would see each other's settings, in whatever order they ran, so
+// `bench` runs every benchmark in a process of its own. Within one, the arena's and the
+// pmr resource's buffers are allocated once and kept, so that freeing them cannot raise
+// the thresholds between Google Benchmark's runs of the same row.
 #include <benchmark/benchmark.h>
 
 #include <array>
@@ -113,8 +118,8 @@ void malloc_free_steps(benchmark::State& state) {
 void BM_Malloc(benchmark::State& state) { malloc_free_steps(state); }
 
 // The same, after telling glibc to serve every block from the heap and never to trim it:
-// what malloc costs when the kernel is kept out of the step. mallopt cannot be undone, so
-// this case is registered last.
+// what malloc costs when the kernel is kept out of the step. mallopt cannot be undone: run
+// alone, as `bench` runs every benchmark, it changes no other row.
 void BM_MallocTuned(benchmark::State& state) {
 #if defined(__GLIBC__)
   // 32 MiB is the largest mmap threshold glibc accepts; every tensor is far below it.

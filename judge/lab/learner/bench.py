@@ -2,14 +2,18 @@
 header and against the reference, runs both, and prints how the allocator the exercise builds
 compares with every other allocator of the same workload.
 
-Every benchmark runs several times (Google Benchmark's repetitions, interleaved at random so that
-a burst of load on the machine does not fall on one row alone); a figure is the median of its
-repetitions, printed with its spread (the median distance of a repetition from that median, as a
-share of it: one repetition slowed down by the machine's load does not blow it up, as a range
-would), so that a reader can tell a difference from noise."""
+Every benchmark runs several times, each run a process of its own: a benchmark that changes the
+process's state (glibc's malloc settings, a heap grown or fragmented, a static pool) changes no
+other row. The runs of all rows are interleaved at random, so that a burst of load on the machine
+does not fall on one row alone. A figure is the median of its runs, printed with its spread (the
+median distance of a run from that median, as a share of it: one run slowed down by the
+machine's load does not blow it up, as a range would), so that a reader can tell a difference
+from noise. Only the rows of the exercise's own allocator run the learner's code; the others run
+the same code in both builds, so their runs are pooled into one figure, with no yours ÷ reference."""
 from __future__ import annotations
 
 import json
+import random
 import re
 import statistics
 
@@ -96,16 +100,36 @@ def measure(catalog: Catalog, exercise: Exercise, impl: build.Impl, compiler: st
             error = built.first_error(exercise.exercise_file)
             raise BenchError(say("bench_does_not_compile", where=error.where(), message=error.message)
                              if error else built.problem)
-        argv = [str(tree / target), "--benchmark_format=json", f"--benchmark_min_time={min_time}"]
-        if name_filter:
-            argv.append(f"--benchmark_filter={name_filter}")
-        if repetitions > 1:
-            argv += [f"--benchmark_repetitions={repetitions}", "--benchmark_enable_random_interleaving=true"]
-        try:
-            return program.ask(argv, parse, what="the benchmark", timeout=catalog.limits.bench_timeout_seconds,
-                               limit="bench_timeout_seconds", keep_bytes=4_000_000)
-        except program.Failed as failed:
-            raise BenchError(str(failed)) from None
+        binary = str(tree / target)
+        list_argv = [binary, "--benchmark_list_tests=true"] + ([f"--benchmark_filter={name_filter}"] if name_filter else [])
+        names = _ask(catalog, list_argv, lambda out: [line.strip() for line in out.splitlines() if line.strip()])
+        # One process per run of a benchmark, the runs of every row shuffled together.
+        runs = [index for index in range(len(names)) for _ in range(repetitions)]
+        random.shuffle(runs)
+        entries = []
+        for index in runs:
+            argv = [binary, "--benchmark_format=json", f"--benchmark_min_time={min_time}",
+                    f"--benchmark_filter={_exactly(names[index])}"]
+            for entry in _ask(catalog, argv, json.loads).get("benchmarks", []):
+                # The order of the file, which a process running one benchmark cannot tell.
+                entries.append({**entry, "family_index": index, "per_family_instance_index": 0})
+        return parse(json.dumps({"benchmarks": entries}))
+
+
+_REGEX_SPECIAL_RE = re.compile(r"[.^$|()\[\]{}*+?\\]")
+
+
+def _exactly(name: str) -> str:
+    """A --benchmark_filter that selects the benchmark `name` and no other."""
+    return "^" + _REGEX_SPECIAL_RE.sub(lambda m: "\\" + m.group(), name) + "$"
+
+
+def _ask(catalog: Catalog, argv: list[str], read):
+    try:
+        return program.ask(argv, read, what="the benchmark", timeout=catalog.limits.bench_timeout_seconds,
+                           limit="bench_timeout_seconds", keep_bytes=4_000_000)
+    except program.Failed as failed:
+        raise BenchError(str(failed)) from None
 
 
 def _fmt_ns(ns: float) -> str:
@@ -217,6 +241,8 @@ def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> list[
     for alloc in rows:
         m, r = mine.get(alloc), ref.get(alloc)
         is_subject = alloc.startswith(subject)
+        if not is_subject:
+            m = r = pooled(m, r)
         name = ui.paint(f"{alloc:<24}", "cyan") if is_subject else f"{alloc:<24}"
         versus = yours_over_reference(m, r) if is_subject else None
         flagged = versus is not None and versus > SLOWER_THAN_REFERENCE
@@ -224,14 +250,18 @@ def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> list[
             slow.append(f"{workload}/{alloc}")
         cell = ("—" if versus is None else f"{versus:.2f}" + (say("bench_slower_mark") if flagged else "")) \
             if is_subject else ""
-        line = f"  {name}{_cell(m)} {_spread(m):<7}{_cell(r)} {_spread(r):<7}"
-        print(line + (ui.paint(_right(cell, 19), "yellow") if flagged else _right(cell, 19)) if cell else line.rstrip())
+        if is_subject:
+            line = f"  {name}{_cell(m)} {_spread(m):<7}{_cell(r)} {_spread(r):<7}"
+            print(line + (ui.paint(_right(cell, 19), "yellow") if flagged else _right(cell, 19)))
+        else:
+            print(f"  {name}{_cell(m)} {_spread(m):<7}" + ui.paint(say("bench_pooled_row"), "dim"))
         if not is_subject and (line := comparison(subject_row, alloc, subj_mine, m, subj_ref, r)):
             print(ui.paint(f"    {line}", "dim"))
         for key in keys:
             mv, rv = (m or {}).get("counters", {}).get(key), (r or {}).get("counters", {}).get(key)
-            print(ui.paint(f"    {key:<22}{_num(mv):>12}  {'':<6}{_num(rv):>12}", "dim"))
-        for who, row in ((say("bench_row_error_yours"), m), (say("bench_row_error_reference"), r)):
+            print(ui.paint(f"    {key:<22}{_num(mv):>12}" + (f"  {'':<6}{_num(rv):>12}" if is_subject else ""), "dim"))
+        for who, row in ((say("bench_row_error_yours"), m), (say("bench_row_error_reference"), r)) if is_subject \
+                else ((say("bench_row_error_both"), m),):
             if row and row.get("error"):
                 print(ui.paint(f"    {say('bench_failed', whose=who, error=row['error'])}", "yellow"))
     return slow
@@ -240,6 +270,19 @@ def _print_workload(workload: str, mine: dict, ref: dict, subject: str) -> list[
 def _right(text: str, width: int) -> str:
     """`text` right-aligned in `width` terminal columns (a Chinese character takes two)."""
     return " " * max(width - ui.columns(text), 0) + text
+
+
+def pooled(mine: dict | None, ref: dict | None) -> dict | None:
+    """One row from the same benchmark's runs in both builds, for a row that runs none of the
+    learner's code: the median and spread of all its runs. A build whose row failed adds nothing;
+    when both failed, the reference's failure stands."""
+    rows = [row for row in (mine, ref) if row and row.get("ns")]
+    if not rows:
+        return ref or mine
+    runs = [t for row in rows for t in (row.get("runs") or [row["ns"]])]
+    median = statistics.median(runs)
+    spread = statistics.median(abs(t - median) for t in runs) / median if median else 0.0
+    return {"ns": median, "runs": runs, "spread": spread, "counters": rows[-1]["counters"]}
 
 
 def yours_over_reference(mine: dict | None, ref: dict | None) -> float | None:

@@ -1,9 +1,10 @@
 """`check`: the maintainer's proof that the kit is sound. The judge's own unit tests pass, the
-catalog is valid, every reference passes every stage in every configuration with both
-compilers, every untouched skeleton compiles and fails every stage, every known mistake is
-caught by the test it names, the serving engine built on the references serves a short trace
-with every token equal to the plain engine's, and the learner's docs build without warnings and
-load in a browser with nothing broken."""
+catalog is valid, no stage's test calls a member the skeleton marks for a later stage, every
+exercise's mutants were proven against its reference as it is, every reference passes every
+stage in every configuration with both compilers, every untouched skeleton compiles and fails
+every stage, every known mistake is caught by the test it names, the serving engine built on the
+references serves a short trace with every token equal to the plain engine's, and the learner's
+docs build without warnings and load in a browser with nothing broken."""
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..learner import bench, serve, serve_verdict
-from . import browser, docs
+from . import browser, docs, mutate, stage_marks
 from ..core import build, judging, listing, process, sanitizers
 from .. import ui
 from .lint import validate
@@ -84,7 +85,7 @@ def check_command(args, catalog: Catalog) -> bool:
             jobs.append((_benchmarks, ex, "clang"))
     served = [ex for ex in exercises if ex.header == serve.MANAGER_HEADER]
     modules = _unit_test_modules()
-    total = len(modules) + 1 + 1 + bool(served) + (not args.no_docs) + len(jobs)
+    total = len(modules) + 1 + 1 + 2 + bool(served) + (not args.no_docs) + len(jobs)
     print(f"Checking the kit: {total} jobs, {max(args.jobs, 1)} at a time (about half an hour on two cores; "
           "each result is printed as its job ends).", flush=True)
     with _Running(total) as running:
@@ -98,6 +99,14 @@ def _check_all(args, catalog: Catalog, exercises: list[Exercise], served: list[E
     with running.job("the catalog"):
         problems = validate(catalog)
     report(Item(not problems, "the catalog is valid", "\n".join(problems)))
+    with running.job("the stage marks"):
+        early = [problem for ex in exercises for problem in stage_marks.problems(ex)]
+    report(Item(not early, "every stage's tests call only what the skeleton marks for that stage or an earlier one",
+                "\n".join(early)))
+    with running.job("the mutation records"):
+        unproven = mutate.record_problems(exercises)
+    report(Item(not unproven, "every exercise's mutants were proven against its reference as it is now",
+                "\n".join(unproven)))
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         # The engine and the docs first: each is one long job that, left to the end, would keep
         # one core busy while the other waits.

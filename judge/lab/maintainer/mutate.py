@@ -12,9 +12,14 @@ anything observable, in which case a maintainer records why in the exercise's
 
 Several mutants of one line that are equivalent for one reason share a record: `mutants = [...]`.
 Lines are matched by their text, so the record survives edits elsewhere in the reference.
-Not part of `check`: a run takes minutes per exercise."""
+
+A run that judges every mutant and ends with no survivor it cannot explain writes the SHA-256 of
+the reference it judged at the top of the same file (`proven_against = "..."`). The run takes
+minutes per exercise, so it is not part of `check`; `check` compares the digests instead
+(`record_problems`), and names the `mutate N` to run for a reference that changed since."""
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 import tomllib
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 
 from ..core import build, judging
 from .. import ui
-from ..model.catalog import ROOT, Catalog, Exercise
+from ..model.catalog import ROOT, Catalog, Exercise, shown
 
 OUT = ROOT / "build" / "mutants"
 
@@ -134,12 +139,66 @@ def generate(source: str) -> list[Mutant]:
     return mutants
 
 
+_PROVEN_RE = re.compile(r'^proven_against = "[0-9a-f]*"\n', re.MULTILINE)
+
+
+def record_path(exercise: Exercise):
+    return exercise.mistakes_dir / "equivalent-mutants.toml"
+
+
+def _record(exercise: Exercise) -> dict:
+    path = record_path(exercise)
+    return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def reference_digest(exercise: Exercise) -> str:
+    """The SHA-256 of the reference's bytes: what a mutation run proves the tests against."""
+    return hashlib.sha256(exercise.solution_file.read_bytes()).hexdigest()
+
+
+def record_proof(exercise: Exercise, digest: str) -> None:
+    """Writes `digest`, the reference's as the run judged it, as the one the exercise's mutants
+    were last proven against: in place of the record's line, or above its first entry."""
+    path = record_path(exercise)
+    line = f'proven_against = "{digest}"\n'
+    text = path.read_text(encoding="utf-8") if path.is_file() else (
+        f"# Mutants of {shown(exercise.solution_file)} that no test can tell from the reference, "
+        f"and why.\n# `python3 judge/judge.py mutate {exercise.id}` leaves them out of its survivors "
+        "(docs/authoring.md).\n")
+    if _PROVEN_RE.search(text):
+        text = _PROVEN_RE.sub(line, text, count=1)
+    else:
+        # Above the first table, where TOML keeps the file's own keys.
+        at = text.find("[[")
+        at = len(text) if at < 0 else at
+        head = text[:at].rstrip("\n")
+        text = (head + "\n" if head else "") + line + ("\n" + text[at:] if at < len(text) else "")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def record_problems(exercises) -> list[str]:
+    """Each exercise whose reference is not the one its mutants were last proven against."""
+    problems = []
+    for ex in exercises:
+        try:
+            recorded = _record(ex).get("proven_against")
+        except tomllib.TOMLDecodeError as err:
+            problems.append(f"exercise {ex.name}: {shown(record_path(ex))} is not valid TOML: {err}")
+            continue
+        if recorded == reference_digest(ex):
+            continue
+        why = ("its mutants were never proven against a reference" if not recorded
+               else "its reference changed since its mutants were last proven against it")
+        problems.append(f"exercise {ex.name}: {why} ({shown(record_path(ex))}, proven_against): run "
+                        f"`python3 judge/judge.py mutate {ex.id}`, kill or record every survivor, and commit "
+                        "the digest it writes")
+    return problems
+
+
 def equivalents(exercise: Exercise) -> dict[tuple[str, str], str]:
     """The mutants recorded as equivalent, by (line, mutated line), with their reasons."""
-    path = exercise.mistakes_dir / "equivalent-mutants.toml"
-    if not path.is_file():
-        return {}
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = _record(exercise)
     return {(e["line"].strip(), mutant.strip()): e.get("reason", "")
             for e in data.get("equivalent", []) for mutant in e.get("mutants", [e.get("mutant", "")])}
 
@@ -153,6 +212,7 @@ def apply(source: str, mutant: Mutant) -> str:
 def mutate_command(args, catalog: Catalog) -> bool:
     exercise = catalog.resolve(args.exercise)
     source = exercise.solution_file.read_text(encoding="utf-8")
+    judged = reference_digest(exercise)  # what the mutants are made from, whatever changes meanwhile
     mutants = [m for m in generate(source) if not args.line or m.line in args.line]
     known = equivalents(exercise)
     if args.list:
@@ -173,7 +233,14 @@ def mutate_command(args, catalog: Catalog) -> bool:
             outcomes[mutant] = future.result()
             print(ui.paint(f"  [{done}/{len(mutants)}] line {mutant.line} {mutant.kind}: {outcomes[mutant]}", "dim"),
                   flush=True)
-    return _summary(mutants, outcomes, known, time.monotonic() - start)
+    proven = _summary(mutants, outcomes, known, time.monotonic() - start)
+    if proven and not args.line:
+        record_proof(exercise, judged)
+        print(f"Recorded the reference as proven: proven_against in {shown(record_path(exercise))}")
+    elif proven:
+        print("Only some lines were judged: the record of the proven reference stays as it was (run "
+              f"`python3 judge/judge.py mutate {exercise.id}` without --line to renew it).")
+    return proven
 
 
 def _judge(catalog: Catalog, exercise: Exercise, source: str, mutant: Mutant, slots: build.Slots) -> str:

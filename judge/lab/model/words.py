@@ -159,23 +159,28 @@ WORDS: dict[str, tuple[str, str]] = {
                             "{subject} 比 {other} {ratio}（用参考答案）"),
     "bench_footnote": ("Times are per benchmark iteration{how}. Your code runs only on the rows of {subject}* (in "
                        "colour): only they compare yours ÷ reference, the same row built against your header and "
-                       "against the reference. Under another allocator's row, a line compares the exercise's "
-                       "allocator with it, in the same build.",
+                       "against the reference. The other rows run the same code in both builds: their runs are "
+                       "pooled into one figure. Under such a row, a line compares the exercise's allocator with it, "
+                       "in each build.",
                        "时间是基准测试每次迭代的耗时{how}。只有 {subject}* 这几行（彩色）运行你的代码，也只有它们给出"
-                       "“你的 ÷ 参考答案”：同一行分别用你的头文件和参考答案构建。其他分配器那一行下面的一行，"
-                       "是在同一次构建里拿本练习的分配器和它比。"),
-    "bench_repeated": (", each the median of {repetitions} repetitions run in random order, with ± the median "
-                       "distance of a repetition from it, as a share of it",
-                       "，各取 {repetitions} 轮（随机交错运行）的中位数；± 是各轮与中位数之差的中位数，占中位数的比例"),
-    "bench_once": (", from one run each (--repetitions 5 or more shows how much they move)",
-                   "，每项只跑了一轮（加 --repetitions 5 或更多可以看出它们的波动）"),
-    "bench_spreads": (" In this run the repetitions of a row moved by ±{median:.0%} in the median row and by up to "
+                       "“你的 ÷ 参考答案”：同一行分别用你的头文件和参考答案构建。其他各行在两次构建里跑的是同一份代码，"
+                       "所以它们的各轮合起来只给一个数；这样一行下面的一行，是在每次构建里拿本练习的分配器和它比。"),
+    "bench_repeated": (", each the median of {repetitions} runs, every run a process of its own (no row inherits "
+                       "another's heap or malloc settings) and the runs of all rows in random order, with ± the "
+                       "median distance of a run from it, as a share of it",
+                       "，各取 {repetitions} 轮的中位数，每一轮都是一个单独的进程（哪一行都不会继承别的行留下的堆或 "
+                       "malloc 设置），所有行的各轮按随机顺序交错运行；± 是各轮与中位数之差的中位数，占中位数的比例"),
+    "bench_once": (", from one run each, a process of its own (--repetitions 5 or more shows how much they move)",
+                   "，每项只跑了一轮，各在单独的进程里（加 --repetitions 5 或更多可以看出它们的波动）"),
+    "bench_spreads": (" In this run the runs of a row moved by ±{median:.0%} in the median row and by up to "
                       "±{most:.0%}: a difference smaller than the spreads of its two figures together is noise. From "
                       "one run to the next the figures move further, with whatever else the machine runs: run it "
                       "again before you trust a difference.",
                       "这次运行中，同一行各轮的波动在中位的那一行是 ±{median:.0%}，最大 ±{most:.0%}：两个数之差如果"
                       "小于两者波动之和，就只是噪声。两次运行之间的数字波动更大，取决于机器上同时还在跑什么："
                       "相信一个差别之前，先再跑一遍。"),
+    "bench_pooled_row": ("both builds: runs none of your code", "两次构建合并：这一行不运行你的代码"),
+    "bench_row_error_both": ("both builds", "两次构建"),
     "bench_too_slow": ("\n⚠ Yours is more than {times:g}× slower than the reference on {rows}.",
                        "\n⚠ 在 {rows} 上，你的实现比参考答案慢 {times:g}× 以上。"),
     "memory_maps": ("\nMemory maps at the peak of reservation ({title}):", "\n预留量峰值时的内存分布图（{title}）："),

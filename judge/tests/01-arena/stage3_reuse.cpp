@@ -28,6 +28,7 @@ TEST(ArenaReuse, ResetReclaimsEverything) {
   ASSERT_NE(arena.allocate(4000, 1), nullptr);
   arena.reset();
   EXPECT_EQ(arena.used(), 0u) << "After reset(), nothing is in use: used() must be 0.";
+  EXPECT_EQ(arena.capacity(), 4096u) << "capacity() must not change after reset(): it is the buffer's size.";
   void* p = nullptr;
   EXPECT_NO_THROW(p = arena.allocate(4096, 1))
       << "After reset(), the whole buffer must be available again: that is the point of an arena, "
@@ -80,6 +81,16 @@ TEST(ArenaReuse, ResetKeepsPeak) {
   arena.reset();
   ASSERT_NE(arena.allocate(3500, 1), nullptr);
   EXPECT_EQ(arena.peak(), 3500u) << "A larger step after reset() must raise peak().";
+}
+
+TEST(ArenaReuse, RefusedRequestDoesNotRaisePeak) {
+  Arena arena(4096);
+  ASSERT_NE(arena.allocate(1000, 1), nullptr);
+  EXPECT_THROW((void)arena.allocate(5000, 1), std::bad_alloc);
+  EXPECT_EQ(arena.peak(), 1000u) << "A request that throws must not raise peak(): an engine sizes the arena "
+                                    "from peak(), and a refused request used no memory.";
+  EXPECT_THROW((void)arena.allocate(100, 4096), std::bad_alloc);
+  EXPECT_EQ(arena.peak(), 1000u) << "A request refused for its padding must not raise peak() either.";
 }
 
 TEST(ArenaReuse, MarkRecordsUsed) {

@@ -90,4 +90,18 @@ void watch_unmapping(const void* p);
 /// The munmap calls recorded since the last watch_unmapping().
 std::vector<Unmapping> unmappings();
 
+/// Asks `ring` for 8 bytes at every alignment the contract refuses (0, not a power of two, or
+/// above a page): each must return nullptr and leave the head at `head`. `where` says why each
+/// would fit if it were taken.
+template <class Ring>
+void expect_bad_alignments_refused(Ring& ring, std::uint64_t head, const char* where) {
+  for (std::size_t align : {std::size_t{0}, std::size_t{3}, std::size_t{48}, std::size_t{100}, std::size_t{8192},
+                            std::size_t{1} << 20, SIZE_MAX}) {
+    EXPECT_EQ(ring.allocate(8, align), nullptr)
+        << "allocate(8, " << align << ") must return nullptr " << where << ": align must be a power of two no "
+        << "larger than 4096 (one page, the buffer's own alignment, which is all the ring can promise after a wrap).";
+    EXPECT_EQ(ring.checkpoint(), head) << "A refused allocate(8, " << align << ") must change nothing.";
+  }
+}
+
 }  // namespace alloclab::test::ring

@@ -15,6 +15,7 @@
 namespace stage2_laps {
 
 using alloclab::test::ring::RingBumpAllocator;
+using alloclab::test::ring::expect_bad_alignments_refused;
 using alloclab::test::ring::Block;
 using alloclab::test::ring::fill;
 using alloclab::test::ring::first_changed;
@@ -165,6 +166,14 @@ TEST(RingLaps, ARefusalChangesNothing) {
   auto* p = static_cast<unsigned char*>(ring.allocate(596, 1));
   ASSERT_NE(p, nullptr) << "allocate(596, 1) fits exactly at the end of the buffer and must succeed.";
   EXPECT_EQ(ring.checkpoint(), 4096u) << "The 596 bytes go right after the head, at offset 3500.";
+}
+
+TEST(RingLaps, RefusesBadAlignmentsWhereAWrapWouldFit) {
+  RingBumpAllocator ring(2 * 4096);
+  ASSERT_NE(ring.allocate(4096, 1), nullptr) << "allocate(4096, 1) on a new ring of 8192 bytes returned nullptr.";
+  ring.reclaim(ring.checkpoint());
+  expect_bad_alignments_refused(ring, 4096, "after half a lap allocated and reclaimed, where a block that a wild "
+                                            "padding sends to offset 0 would fit");
 }
 
 TEST(RingLaps, ReclaimIgnoresStaleAndFutureCheckpoints) {

@@ -231,13 +231,12 @@ TEST(KVAdmission, MisuseThrowsAndChangesNothing) {
   std::vector<BlockCopy> copies;
   EXPECT_THROW((void)m.append_token(9, 1, copies), std::invalid_argument) << "append_token of an unknown id must throw.";
   EXPECT_THROW(m.release(9), std::invalid_argument) << "release of an unknown id must throw.";
-  EXPECT_THROW(m.fork(9, 10), std::invalid_argument) << "fork of an unknown parent must throw.";
   EXPECT_THROW((void)m.num_tokens(9), std::invalid_argument) << "num_tokens of an unknown id must throw.";
   EXPECT_THROW((void)m.block_table(9), std::invalid_argument) << "block_table of an unknown id must throw.";
   EXPECT_EQ(m.num_free_blocks(), 3) << "Every refused call must leave the manager as it was.";
   EXPECT_EQ(describe(m, {1, 2, 9, 10}), before)
-      << "Every call that throws must change nothing: request 1 keeps its 4 tokens and its block, and neither the "
-         "empty prompt's id nor a fork's child of an unknown parent is admitted.";
+      << "Every call that throws must change nothing: request 1 keeps its 4 tokens and its block, and the empty "
+         "prompt's id is not admitted.";
 }
 
 // A world for the tests of a failing heap: two requests, one of them released.
