@@ -4,6 +4,7 @@
 // no test.
 #include "kv_cache_manager.hpp"
 
+#include <concepts>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -29,6 +30,15 @@ struct KVCacheManager::Learners {
 };
 
 Copyability traits_of_the_manager() { return copyability_of<alloclab::KVCacheManager>(); }
+
+std::optional<bool> learners_copies_equal(BlockCopy a, BlockCopy b) {
+  using Theirs = alloclab::BlockCopy;
+  if constexpr (std::equality_comparable<Theirs>) {
+    return Theirs{a.src, a.dst} == Theirs{b.src, b.dst};
+  } else {
+    return std::nullopt;
+  }
+}
 
 // The learner's constructor runs before the pointer owns it, so a constructor that throws
 // leaves nothing behind, as it would with the learner's type on the stack.

@@ -14,6 +14,7 @@
 #include "model.hpp"
 #include "model_calls.hpp"
 #include "model_check.hpp"
+#include "prefix_collisions.hpp"
 
 namespace kv_model {
 namespace {
@@ -145,7 +146,12 @@ class Run {
       const auto& from = i < live ? model_.requests()[i].tokens : seen_[seen_.size() - 1 - (i - live)];
       prompt.assign(from.begin(), from.begin() + std::min<std::ptrdiff_t>(op.keep, std::ssize(from)));
     }
-    for (int i = 0; i < op.tail_length; ++i) prompt.push_back((op.tail_bits >> i) & 1);
+    if (op.lead > 0) {
+      const auto& pair = alloclab::test::kv::kCollisions[static_cast<std::size_t>(op.lead - 1) / 2];
+      const auto& run = op.lead % 2 == 1 ? pair.a : pair.b;
+      prompt.insert(prompt.end(), run.begin(), run.end());
+    }
+    for (int i = 0; i < op.tail_length; ++i) prompt.push_back(((op.tail_bits >> i) & 1) + kWide[op.wide]);
     return prompt;
   }
 
@@ -195,7 +201,7 @@ class Run {
   }
 
   void append(const Op& op) {
-    const int token = op.other;
+    const int token = op.other + kWide[op.wide];
     bool got = false;
     Outcome yours;
     const std::string line = "m.append_token(" + std::to_string(last_.id) + ", " + std::to_string(token) + ", copies);";
