@@ -32,12 +32,16 @@ struct KVCacheManager::Learners {
 Copyability traits_of_the_manager() { return copyability_of<alloclab::KVCacheManager>(); }
 
 std::optional<bool> learners_copies_equal(BlockCopy a, BlockCopy b) {
-  using Theirs = alloclab::BlockCopy;
-  if constexpr (std::equality_comparable<Theirs>) {
-    return Theirs{a.src, a.dst} == Theirs{b.src, b.dst};
-  } else {
-    return std::nullopt;
-  }
+  // Generic, so that a BlockCopy without operator== discards the comparison instead of failing to
+  // compile: the test then says what is missing.
+  const auto equal = [](const auto& x, const auto& y) -> std::optional<bool> {
+    if constexpr (std::equality_comparable<std::remove_cvref_t<decltype(x)>>) {
+      return x == y;
+    } else {
+      return std::nullopt;
+    }
+  };
+  return equal(alloclab::BlockCopy{a.src, a.dst}, alloclab::BlockCopy{b.src, b.dst});
 }
 
 // The learner's constructor runs before the pointer owns it, so a constructor that throws

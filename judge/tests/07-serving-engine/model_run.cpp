@@ -386,9 +386,10 @@ class Run {
             "num_free_blocks() is the pool's idle blocks plus the cached blocks no request uses");
     same("m.num_cached_blocks()", model_.num_cached_blocks(), m_.num_cached_blocks(),
             model_.caching()
-                ? "num_cached_blocks() counts the keys a prompt can hit, used or not: every full prompt block and "
-                  "every block a token fills becomes findable unless a block holds its key already (one block per "
-                  "key), until it is evicted"
+                ? "num_cached_blocks() counts the keys the cache holds, one per cached block, used or not: every full "
+                  "prompt block and every block a token fills becomes findable, even when the blocks before it were "
+                  "evicted, unless another block still holds its key once the call's own evictions are done (one "
+                  "block per key: a key the call evicts goes to its new block), and stays until it is evicted"
                 : "with prefix caching off, nothing is ever cached");
     const auto st = m_.stats();
     const auto& want = model_.stats();
