@@ -15,8 +15,9 @@ namespace kv_model {
 // prompt is the first `keep` tokens of an earlier token sequence (`base`, 0 for none: a prompt
 // admitted before, or a request's tokens) followed by `tail_length` tokens, 0 or 1, the bits of
 // `tail_bits` from the lowest, so that prompts share prefixes and hit (plain numbers shrink much
-// faster than a vector would). `lead` > 0 puts one of the runs of prefix_collisions.hpp before
-// the tail, so that prompts whose first tokens a weak hash cannot tell apart come up; `wide`
+// faster than a vector would). `lead` > 0 starts the prompt with one of the runs of
+// prefix_collisions.hpp instead of an earlier sequence's tokens, so that prompts whose first
+// tokens a weak hash cannot tell apart come up; `wide`
 // adds kWide[wide] to each tail token and to append's token, so that tokens past 16 bits come
 // up beside the ones they equal in their low bits. `fail` > 0 makes the fail-th heap allocation
 // inside the call throw std::bad_alloc.

@@ -141,7 +141,7 @@ class Run {
   std::vector<int> prompt_of(const Op& op) const {
     const std::size_t live = model_.requests().size(), earlier = live + seen_.size();
     std::vector<int> prompt;
-    if (op.base > 0 && earlier > 0) {
+    if (op.base > 0 && earlier > 0 && op.lead == 0) {
       const std::size_t i = static_cast<std::size_t>(op.base - 1) % earlier;
       const auto& from = i < live ? model_.requests()[i].tokens : seen_[seen_.size() - 1 - (i - live)];
       prompt.assign(from.begin(), from.begin() + std::min<std::ptrdiff_t>(op.keep, std::ssize(from)));
