@@ -44,8 +44,10 @@ struct PrefixCacheStats {
 ///
 /// Prefix caching (stage 3): the KV of a token depends on every token before it, so a full
 /// block may be reused only by a prompt that equals it **and everything before it**. The
-/// cache's key for a block is therefore the whole prefix up to the block's end. One block per
-/// key: a full block whose key another block holds already is not cached. A cached block
+/// cache's key for a block is therefore the whole prefix up to the block's end, compared token
+/// for token (a token is any int; a digest alone lets two prefixes that collide share KV). One
+/// block per key: a full block whose key another block still holds, once the call's own
+/// evictions are done, is not cached. A cached block
 /// holds one reference of the cache's own; when no request uses it any more (its count is 1)
 /// it stays findable and counts as free. With prefix caching off, nothing is ever cached.
 ///
@@ -97,7 +99,8 @@ class KVCacheManager {
   /// it) and count it in stats().copies.
   /// TODO: false, with nothing changed, when a block is needed and none can be had.
   /// Stage 3. With prefix caching on, a block that the token fills becomes findable in the
-  /// cache, under the request's own tokens; after a copy-on-write, that block is the copy.
+  /// cache, under the request's own tokens, whether or not the blocks before it are still
+  /// cached; after a copy-on-write, that block is the copy.
   [[nodiscard]] bool append_token([[maybe_unused]] RequestId r, [[maybe_unused]] int token,
                                   [[maybe_unused]] std::vector<BlockCopy>& copies) {
     return false;
@@ -128,7 +131,9 @@ class KVCacheManager {
   [[nodiscard]] int num_free_blocks() const noexcept { return 0; }
 
   /// Stage 1. 0 while prefix caching is off.
-  /// Stage 3. Blocks a prompt can currently hit, in use or not.
+  /// Stage 3. The keys the cache holds, one per cached block, in use or not: a block whose
+  /// earlier blocks were evicted stays cached and counts, though no prompt hits it until its
+  /// whole prefix is cached again.
   [[nodiscard]] int num_cached_blocks() const noexcept { return 0; }
 
   /// Stage 1. Every count 0 while prefix caching is off and no request was forked.

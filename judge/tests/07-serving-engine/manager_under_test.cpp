@@ -4,6 +4,7 @@
 // no test.
 #include "kv_cache_manager.hpp"
 
+#include <concepts>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -29,6 +30,19 @@ struct KVCacheManager::Learners {
 };
 
 Copyability traits_of_the_manager() { return copyability_of<alloclab::KVCacheManager>(); }
+
+std::optional<bool> learners_copies_equal(BlockCopy a, BlockCopy b) {
+  // Generic, so that a BlockCopy without operator== discards the comparison instead of failing to
+  // compile: the test then says what is missing.
+  const auto equal = [](const auto& x, const auto& y) -> std::optional<bool> {
+    if constexpr (std::equality_comparable<std::remove_cvref_t<decltype(x)>>) {
+      return x == y;
+    } else {
+      return std::nullopt;
+    }
+  };
+  return equal(alloclab::BlockCopy{a.src, a.dst}, alloclab::BlockCopy{b.src, b.dst});
+}
 
 // The learner's constructor runs before the pointer owns it, so a constructor that throws
 // leaves nothing behind, as it would with the learner's type on the stack.

@@ -38,6 +38,10 @@ struct PrefixCacheStats {
   std::size_t copies;
 };
 
+/// What the learner's `BlockCopy{a} == BlockCopy{b}` answers, or nullopt when the learner's
+/// BlockCopy has no operator==.
+[[nodiscard]] std::optional<bool> learners_copies_equal(BlockCopy a, BlockCopy b);
+
 /// Whether the learner's manager can be copied, read in manager_under_test.cpp.
 [[nodiscard]] Copyability traits_of_the_manager();
 

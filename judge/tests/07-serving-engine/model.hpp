@@ -194,7 +194,8 @@ class Manager {
     }
   }
 
-  /// One block per key: block `b` takes `key` unless a block holds it already.
+  /// One block per key: block `b` takes `key` unless a block holds it already. Called once the
+  /// call's blocks are taken, so a key that the call's own eviction freed goes to `b`.
   void cache(const std::vector<int>& key, int b) {
     if (cached_block(key) >= 0) return;
     cache_.emplace_back(key, b);

@@ -3,6 +3,7 @@
 // the header recompiles only model_run.cpp, not the generators.
 #pragma once
 
+#include <limits>
 #include <vector>
 
 namespace kv_model {
@@ -14,8 +15,12 @@ namespace kv_model {
 // prompt is the first `keep` tokens of an earlier token sequence (`base`, 0 for none: a prompt
 // admitted before, or a request's tokens) followed by `tail_length` tokens, 0 or 1, the bits of
 // `tail_bits` from the lowest, so that prompts share prefixes and hit (plain numbers shrink much
-// faster than a vector would). `fail` > 0 makes the fail-th heap allocation inside the call throw
-// std::bad_alloc.
+// faster than a vector would). `lead` > 0 starts the prompt with one of the runs of
+// prefix_collisions.hpp instead of an earlier sequence's tokens, so that prompts whose first
+// tokens a weak hash cannot tell apart come up; `wide`
+// adds kWide[wide] to each tail token and to append's token, so that tokens past 16 bits come
+// up beside the ones they equal in their low bits. `fail` > 0 makes the fail-th heap allocation
+// inside the call throw std::bad_alloc.
 struct Op {
   enum Kind { admit, append, fork, release, slot } kind;
   int pick;
@@ -25,10 +30,15 @@ struct Op {
   int tail_length;
   int tail_bits;
   int fail;
+  int lead = 0;
+  int wide = 0;
   Op(Kind k, int pick_, int other_, int base_, int keep_, int tail_length_, int tail_bits_, int fail_)
       : kind(k), pick(pick_), other(other_), base(base_), keep(keep_), tail_length(tail_length_),
         tail_bits(tail_bits_), fail(fail_) {}
 };
+
+/// What `wide` adds to a token: 0, or an offset past 16 bits (the low 16 bits of each are 0).
+inline constexpr int kWide[] = {0, 1 << 16, std::numeric_limits<int>::min()};
 
 constexpr int kUnknown = 4;  // a pick that names an id not admitted (or, for a new id, one that is)
 

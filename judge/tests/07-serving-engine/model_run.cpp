@@ -14,6 +14,7 @@
 #include "model.hpp"
 #include "model_calls.hpp"
 #include "model_check.hpp"
+#include "prefix_collisions.hpp"
 
 namespace kv_model {
 namespace {
@@ -140,12 +141,17 @@ class Run {
   std::vector<int> prompt_of(const Op& op) const {
     const std::size_t live = model_.requests().size(), earlier = live + seen_.size();
     std::vector<int> prompt;
-    if (op.base > 0 && earlier > 0) {
+    if (op.base > 0 && earlier > 0 && op.lead == 0) {
       const std::size_t i = static_cast<std::size_t>(op.base - 1) % earlier;
       const auto& from = i < live ? model_.requests()[i].tokens : seen_[seen_.size() - 1 - (i - live)];
       prompt.assign(from.begin(), from.begin() + std::min<std::ptrdiff_t>(op.keep, std::ssize(from)));
     }
-    for (int i = 0; i < op.tail_length; ++i) prompt.push_back((op.tail_bits >> i) & 1);
+    if (op.lead > 0) {
+      const auto& pair = alloclab::test::kv::kCollisions[static_cast<std::size_t>(op.lead - 1) / 2];
+      const auto& run = op.lead % 2 == 1 ? pair.a : pair.b;
+      prompt.insert(prompt.end(), run.begin(), run.end());
+    }
+    for (int i = 0; i < op.tail_length; ++i) prompt.push_back(((op.tail_bits >> i) & 1) + kWide[op.wide]);
     return prompt;
   }
 
@@ -195,7 +201,7 @@ class Run {
   }
 
   void append(const Op& op) {
-    const int token = op.other;
+    const int token = op.other + kWide[op.wide];
     bool got = false;
     Outcome yours;
     const std::string line = "m.append_token(" + std::to_string(last_.id) + ", " + std::to_string(token) + ", copies);";
@@ -380,9 +386,10 @@ class Run {
             "num_free_blocks() is the pool's idle blocks plus the cached blocks no request uses");
     same("m.num_cached_blocks()", model_.num_cached_blocks(), m_.num_cached_blocks(),
             model_.caching()
-                ? "num_cached_blocks() counts the keys a prompt can hit, used or not: every full prompt block and "
-                  "every block a token fills becomes findable unless a block holds its key already (one block per "
-                  "key), until it is evicted"
+                ? "num_cached_blocks() counts the keys the cache holds, one per cached block, used or not: every full "
+                  "prompt block and every block a token fills becomes findable, even when the blocks before it were "
+                  "evicted, unless another block still holds its key once the call's own evictions are done (one "
+                  "block per key: a key the call evicts goes to its new block), and stays until it is evicted"
                 : "with prefix caching off, nothing is ever cached");
     const auto st = m_.stats();
     const auto& want = model_.stats();

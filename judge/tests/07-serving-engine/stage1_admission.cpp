@@ -254,6 +254,16 @@ struct Plain {
   }
 };
 
+// A world for a failing heap: a request whose table of 8 blocks is as long as its room, so that
+// the next block makes the table grow.
+struct Long {
+  KVCacheManager m{12, 1, false};
+  std::vector<int> ids{1};
+  bool ok = true;
+  std::string why = "admit failed with blocks free";
+  Long() { ok = m.admit(1, tokens(8)).has_value(); }
+};
+
 TEST(KVAdmission, ACallThatThrowsBadAllocChangesNothing) {
   using alloclab::test::changes_nothing_when_the_heap_fails;
   auto make = [] { return Plain(); };
@@ -271,6 +281,10 @@ TEST(KVAdmission, ACallThatThrowsBadAllocChangesNothing) {
   changes_nothing_when_the_heap_fails<Plain>(
       "release(1)", make, [](Plain& w) { w.m.release(1); },
       [](Plain& w) { EXPECT_EQ(w.m.num_free_blocks(), 5) << "release(1) must give its 2 blocks back."; });
+  changes_nothing_when_the_heap_fails<Long>(
+      "append_token(1, ...) into a 9th block", [] { return Long(); },
+      [&](Long& w) { (void)w.m.append_token(1, 8, copies); },
+      [](Long& w) { EXPECT_EQ(w.m.block_table(1).size(), 9u) << "The 9th token of 1-token blocks takes a 9th block."; });
   EXPECT_TRUE(copies.empty()) << "Nothing is shared, so nothing is copied.";
 }
 

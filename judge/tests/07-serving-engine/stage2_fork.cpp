@@ -64,6 +64,16 @@ TEST(KVFork, WritingASharedPartlyFilledBlockCopiesIt) {
   EXPECT_EQ(m.stats().copies, 1u);
 }
 
+TEST(KVFork, BlockCopiesCompareFieldByField) {
+  using alloclab::test::kv::learners_copies_equal;
+  ASSERT_TRUE(learners_copies_equal({1, 2}, {1, 2}).has_value())
+      << "BlockCopy must keep its operator==, as the contract declares it: a caller compares the copies ordered.";
+  EXPECT_TRUE(*learners_copies_equal({1, 2}, {1, 2})) << "Two copies of block 1 into block 2 are equal.";
+  EXPECT_FALSE(*learners_copies_equal({1, 2}, {2, 1})) << "Copying 1 into 2 is not copying 2 into 1.";
+  EXPECT_FALSE(*learners_copies_equal({1, 2}, {1, 3})) << "Copies into different blocks differ.";
+  EXPECT_FALSE(*learners_copies_equal({1, 2}, {3, 2})) << "Copies from different blocks differ.";
+}
+
 TEST(KVFork, AppendTokenAddsToCopiesWithoutClearingThem) {
   KVCacheManager m(8, 4, false);
   ASSERT_TRUE(m.admit(1, tokens(5)).has_value()) << kAdmitFails;
@@ -173,6 +183,20 @@ TEST(KVFork, ForkAndCopyChangeNothingWhenTheHeapFails) {
       [&](Family& f) {
         EXPECT_EQ(copies.size(), 1u) << "The child's write into the shared block must order one copy.";
         EXPECT_EQ(f.m.stats().copies, 1u);
+      });  changes_nothing_when_the_heap_fails<Family>(
+      "append_token(2, ...) into a shared block, with `copies` as long as its room", make,
+      [&](Family& f) {
+        copies = std::vector<BlockCopy>(8, BlockCopy{0, 1});  // 8 copies of earlier calls: the next one needs room
+        try {
+          (void)f.m.append_token(2, 9, copies);
+        } catch (const std::bad_alloc&) {
+          EXPECT_EQ(copies.size(), 8u) << "An append_token that throws must leave `copies` as it was.";
+          throw;
+        }
+      },
+      [&](Family&) {
+        ASSERT_EQ(copies.size(), 9u) << "The copy goes after the 8 already there.";
+        EXPECT_EQ(copies[0], (BlockCopy{0, 1})) << "The copies already there stay.";
       });
 }
 

@@ -9,6 +9,7 @@
 
 #include "alloclab_test.hpp"
 #include "kv_test_support.hpp"
+#include "prefix_collisions.hpp"
 
 namespace stage3_prefix_caching {
 
@@ -45,6 +46,34 @@ TEST(KVPrefixCaching, ASharedPrefixIsReused) {
   EXPECT_EQ(m.num_cached_blocks(), 2) << "Hits add no key.";
   EXPECT_EQ(m.stats().queried_tokens, 20u) << "queried_tokens counts every prompt token of every successful admit.";
   EXPECT_EQ(m.stats().hit_tokens, 8u) << "hit_tokens counts the tokens admit found cached.";
+}
+
+TEST(KVPrefixCaching, PrefixesAreComparedTokenForToken) {
+  for (const auto& [a, b] : alloclab::test::kv::kCollisions) {
+    KVCacheManager m(4, 3);
+    const std::vector<int> first{a[0], a[1], a[2], 7}, second{b[0], b[1], b[2], 7};
+    ASSERT_TRUE(m.admit(1, first).has_value()) << kAdmitFails;
+    const auto computed = m.admit(2, second);
+    ASSERT_TRUE(computed.has_value()) << kAdmitFails;
+    EXPECT_EQ(*computed, 0) << "The first blocks " << show(a) << " and " << show(b)
+                            << " differ, though a weak 64-bit hash (FNV-1a, or 31 * h + token) gives both one value: "
+                               "a key that is only a digest lets one prompt read KV computed for another. The key "
+                               "is the prefix, compared token for token.";
+    EXPECT_NE(m.block_table(2)[0], m.block_table(1)[0]) << "Two different prefixes must never share a block.";
+  }
+}
+
+TEST(KVPrefixCaching, ATokenIsAWholeInt) {
+  KVCacheManager m(6, 2);
+  ASSERT_TRUE(m.admit(1, std::vector<int>{1, 2, 3}).has_value()) << kAdmitFails;
+  const auto computed = m.admit(2, std::vector<int>{65537, 2, 3});
+  ASSERT_TRUE(computed.has_value()) << kAdmitFails;
+  EXPECT_EQ(*computed, 0) << "Token 65537 is not token 1: a key that keeps 16 bits of each token (65537 = 65536 + 1) "
+                             "lets {65537, 2} hit the block of {1, 2}. A token is any int.";
+  EXPECT_NE(m.block_table(2)[0], m.block_table(1)[0]) << "Two different prefixes must never share a block.";
+  const auto again = m.admit(3, std::vector<int>{65537, 2, 4});
+  ASSERT_TRUE(again.has_value()) << kAdmitFails;
+  EXPECT_EQ(*again, 2) << "{65537, 2} is cached now, whole, and hits.";
 }
 
 TEST(KVPrefixCaching, TheLastPromptTokenIsAlwaysComputed) {
@@ -312,6 +341,23 @@ TEST(KVPrefixCaching, BlocksFilledByDecodingAreCached) {
   EXPECT_EQ(m.stats().hit_tokens, 4u);
 }
 
+TEST(KVPrefixCaching, ABlockATokenFillsIsCachedAfterItsPrefixWasEvicted) {
+  KVCacheManager m(3, 2);
+  ASSERT_TRUE(m.admit(1, std::vector<int>{1, 2}).has_value()) << kAdmitFails;  // its block holds key {1, 2}
+  ASSERT_TRUE(m.admit(2, std::vector<int>{1, 2}).has_value()) << kAdmitFails;  // the same key: not cached
+  m.release(1);                                                                  // key {1, 2} unused
+  ASSERT_TRUE(m.admit(3, std::vector<int>{9}).has_value()) << kAdmitFails;       // the last idle block
+  std::vector<BlockCopy> copies;
+  ASSERT_TRUE(m.append_token(2, 3, copies)) << kAppendFails;  // evicts key {1, 2}
+  EXPECT_EQ(m.num_cached_blocks(), 0) << "The new block evicted the only cached block.";
+  ASSERT_TRUE(m.append_token(2, 4, copies)) << kAppendFails;
+  EXPECT_EQ(m.num_cached_blocks(), 1)
+      << "Token 4 fills request 2's second block: it becomes findable under {1, 2, 3, 4} although {1, 2} is no "
+         "longer cached. The contract caches every block a token fills (one block per key); a prompt hits it again "
+         "once a block holds {1, 2} again.";
+  EXPECT_EQ(m.pool().refcount(m.block_table(2)[1]), 2) << "The request and the cache hold the filled block.";
+}
+
 TEST(KVPrefixCaching, ADecodedBlockIsKeyedByTheGeneratedTokens) {
   KVCacheManager m(8, 4);
   ASSERT_TRUE(m.admit(1, tokens(6)).has_value()) << kAdmitFails;
@@ -453,6 +499,21 @@ struct Busy {
   }
 };
 
+// A world with no block idle, one cached block unused, and a request whose blocks are full and
+// whose table is as long as its room: its next token evicts, and its table grows.
+struct Evicting {
+  KVCacheManager m{3, 2};
+  std::vector<int> ids{1, 2};
+  bool ok = true;
+  std::string why = "admit failed with blocks free";
+  Evicting() {
+    ok = m.admit(1, std::vector<int>{1, 2}).has_value();
+    if (!ok) return;
+    m.release(1);  // its block cached and unused
+    ok = m.admit(2, tokens(4, 10)).has_value();  // the two idle blocks, both full
+  }
+};
+
 TEST(KVPrefixCaching, ACallThatThrowsBadAllocChangesNothing) {
   using alloclab::test::changes_nothing_when_the_heap_fails;
   auto make = [] { return Busy(); };
@@ -491,6 +552,13 @@ TEST(KVPrefixCaching, ACallThatThrowsBadAllocChangesNothing) {
         EXPECT_EQ(w.m.stats().evictions, 1u);
         EXPECT_EQ(w.m.num_cached_blocks(), 4) << "The filled copy is cached, the evicted block is not: still 4.";
       });
+  changes_nothing_when_the_heap_fails<Evicting>(
+      "append_token that evicts for a new block", [] { return Evicting(); },
+      [&](Evicting& w) { (void)w.m.append_token(2, 14, copies); },
+      [](Evicting& w) {
+        EXPECT_EQ(w.m.stats().evictions, 1u) << "No block is idle: the new block must evict the unused cached one.";
+        EXPECT_EQ(w.m.block_table(2).size(), 3u);
+      });
   changes_nothing_when_the_heap_fails<Busy>(
       "fork(1, 5)", make, [](Busy& w) { w.m.fork(1, 5); },
       [](Busy& w) { EXPECT_EQ(w.m.num_tokens(5), 11); });
@@ -516,6 +584,15 @@ struct Roomy {
   }
 };
 
+// A world whose first key comes from append_token: admit cached nothing before it.
+struct Fresh {
+  KVCacheManager m{4, 2};
+  std::vector<int> ids{1};
+  bool ok = true;
+  std::string why = "admit failed with blocks free";
+  Fresh() { ok = m.admit(1, std::vector<int>{5}).has_value(); }
+};
+
 TEST(KVPrefixCaching, ACallThatThrowsBadAllocWithIdleBlocksChangesNothing) {
   using alloclab::test::changes_nothing_when_the_heap_fails;
   auto make = [] { return Roomy(); };
@@ -533,7 +610,10 @@ TEST(KVPrefixCaching, ACallThatThrowsBadAllocWithIdleBlocksChangesNothing) {
       [](Roomy& w) {
         EXPECT_EQ(w.m.stats().hit_tokens, 4u) << "The prompt must hit the first block.";
         EXPECT_EQ(w.m.num_cached_blocks(), 3) << "Its two new full blocks must become findable.";
-      });
+      });  changes_nothing_when_the_heap_fails<Fresh>(
+      "append_token that fills the first block a fresh manager caches", [] { return Fresh(); },
+      [&](Fresh& w) { (void)w.m.append_token(1, 6, copies); },
+      [](Fresh& w) { EXPECT_EQ(w.m.num_cached_blocks(), 1) << "The filled block must become findable."; });
 }
 
 }  // namespace stage3_prefix_caching

@@ -12,11 +12,13 @@
 #include "model_calls.hpp"
 #include "model_check.hpp"
 #include "model_draws.hpp"
+#include "prefix_collisions.hpp"
 
 namespace stage5_model {
 
 using alloclab::test::model::choice;
 using alloclab::test::model::in_range;
+using alloclab::test::kv::kCollisions;
 using alloclab::test::model::uniform_in;
 using kv_model::kUnknown;
 using kv_model::Op;
@@ -24,7 +26,9 @@ using K = Op::Kind;
 
 int pick() { return choice({12, 1}) == 0 ? in_range(0, kUnknown) : kUnknown; }
 
-int failure() { return choice({12, 1}) == 0 ? 0 : uniform_in(1, 9); }
+int wide() { return static_cast<int>(choice({10, 1, 1})); }
+
+int failure() { return choice({6, 1}) == 0 ? 0 : uniform_in(1, 7); }
 
 rc::Gen<Op> ops() {
   return rc::gen::exec([] {
@@ -36,11 +40,16 @@ rc::Gen<Op> ops() {
         const int keep = in_range(0, 13);
         const int tail_length = in_range(0, 4);
         const int tail_bits = in_range(0, 8);
-        return Op(kind, which, 0, base, keep, tail_length, tail_bits, failure());
+        Op op(kind, which, 0, base, keep, tail_length, tail_bits, failure());
+        op.lead = choice({2, 1}) == 0 ? 0 : uniform_in<int>(1, 2 * kCollisions.size() + 1);
+        op.wide = wide();
+        return op;
       }
       case K::append: {
         const int other = in_range(0, 2);
-        return Op(kind, which, other, 0, 0, 0, 0, failure());
+        Op op(kind, which, other, 0, 0, 0, 0, failure());
+        op.wide = wide();
+        return op;
       }
       case K::fork: {
         const int other = pick();
@@ -52,10 +61,10 @@ rc::Gen<Op> ops() {
   });
 }
 
-ALLOCLAB_MODEL_TEST(KVCacheModel, EveryCallAgreesWithTheModel, 7, (alloclab::test::model::Budget{150, 100}), [] {
+ALLOCLAB_MODEL_TEST(KVCacheModel, EveryCallAgreesWithTheModel, 7, (alloclab::test::model::Budget{800, 100}), [] {
   const std::size_t blocks_of = choice({1, 4, 24});
   const int blocks = blocks_of == 0 ? -1 : blocks_of == 1 ? in_range(0, 3) : in_range(3, 9);
-  const std::size_t tokens_of = choice({1, 12, 12, 6});
+  const std::size_t tokens_of = choice({1, 14, 8, 10});
   const int block_tokens = tokens_of < 3 ? static_cast<int>(tokens_of) : in_range(3, 5);
   const bool caching = *rc::gen::arbitrary<bool>();
   const auto sequence = *rc::gen::container<std::vector<Op>>(ops());
