@@ -61,7 +61,7 @@ rc::Gen<Op> ops() {
   });
 }
 
-ALLOCLAB_MODEL_TEST(KVCacheModel, EveryCallAgreesWithTheModel, 7, (alloclab::test::model::Budget{800, 100}), [] {
+ALLOCLAB_MODEL_TEST(KVCacheModel, EveryCallAgreesWithTheModel, 7, (alloclab::test::model::Budget{500, 100}), [] {
   const std::size_t blocks_of = choice({1, 4, 24});
   const int blocks = blocks_of == 0 ? -1 : blocks_of == 1 ? in_range(0, 3) : in_range(3, 9);
   const std::size_t tokens_of = choice({1, 14, 8, 10});
