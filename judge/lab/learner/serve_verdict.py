@@ -197,7 +197,8 @@ WORDS = {
         "noisy": "too noisy to judge: the runs of the two managers overlap",
         "clear": "the runs do not overlap",
         "single": "one run each: serve more (--repeat) to see the spread",
-        "expected": "; the roofline of this machine allows up to {:.2f}×",
+        "expected": "; from the batches alone, this machine's roofline of a decode step allows up to {:.2f}× "
+                    "(time saved elsewhere, such as prefill a prefix cache skips, is not in it)",
         "machine": "This machine, the best of the runs: {bw:.1f} GB/s read from memory and {flops:.0f} GFLOP/s of the "
                    "engine's matmul, so a "
                    "decode step turns compute-bound at about {turn:.0f} rows; the batches here: {batches}.",
@@ -242,7 +243,8 @@ WORDS = {
         "noisy": "噪声太大，无法评判：两个管理器的各次运行互相重叠",
         "clear": "各次运行没有重叠",
         "single": "每个管理器只运行了一次：多运行几次（--repeat）才能看到波动",
-        "expected": "；按这台机器的 roofline，最多可达 {:.2f}×",
+        "expected": "；仅就 batch 而言，按这台机器上 decode 步的 roofline 最多可达 {:.2f}×"
+                    "（其他地方省下的时间，例如前缀缓存跳过的 prefill，不计在内）",
         "machine": "这台机器（各次运行中最好的一次）：内存读取 {bw:.1f} GB/s，引擎的矩阵乘法 {flops:.0f} GFLOP/s，所以 decode 步在约 {turn:.0f} "
                    "行时转为受计算限制；这里的 batch：{batches}。",
         "load": "负载：运行前 1 分钟平均负载 {before:.1f}，运行后 {after:.1f}，共 {cores} 个核。",
