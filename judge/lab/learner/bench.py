@@ -76,10 +76,14 @@ def parse(output: str) -> dict[str, dict[str, dict]]:
     for rows in results.values():
         for row in rows.values():
             if row.get("runs"):
-                row["ns"] = statistics.median(row["runs"])
-                deviation = statistics.median(abs(t - row["ns"]) for t in row["runs"])
-                row["spread"] = deviation / row["ns"] if row["ns"] else 0.0
+                row["ns"], row["spread"] = _median_and_spread(row["runs"])
     return results
+
+
+def _median_and_spread(runs: list[float]) -> tuple[float, float]:
+    """The median of the runs, and the median distance of a run from it as a share of it."""
+    median = statistics.median(runs)
+    return median, (statistics.median(abs(t - median) for t in runs) / median if median else 0.0)
 
 
 class BenchError(Exception):
@@ -280,8 +284,7 @@ def pooled(mine: dict | None, ref: dict | None) -> dict | None:
     if not rows:
         return ref or mine
     runs = [t for row in rows for t in (row.get("runs") or [row["ns"]])]
-    median = statistics.median(runs)
-    spread = statistics.median(abs(t - median) for t in runs) / median if median else 0.0
+    median, spread = _median_and_spread(runs)
     return {"ns": median, "runs": runs, "spread": spread, "counters": rows[-1]["counters"]}
 
 
