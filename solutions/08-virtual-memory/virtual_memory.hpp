@@ -413,7 +413,9 @@ class SegmentAllocator {
 ///   memory has none free, a granule of an idle slice is given back first: from the slice idle
 ///   longest, its highest mapped slot first. Never from the slice being filled.
 /// - Fork: the child's slice maps the parent's full granules too (an alias: one granule, two
-///   addresses, one reference each), and gets a copy of the partly filled one. Since a token's KV
+///   addresses, one reference each), and gets a copy of the partly filled one (the whole granule,
+///   copied with its bytes past the parent's last token; a granule the child's slice had mapped
+///   where an alias goes is released first). Since a token's KV
 ///   is written once, after `grow` made room for it, a full granule is never written again: the
 ///   copy at fork is all the copy-on-write there is.
 /// - Release unmaps a granule another slice still maps (the idle slice's next sequence would
