@@ -52,15 +52,7 @@ inline std::size_t page_bytes() { return static_cast<std::size_t>(::sysconf(_SC_
 class PhysicalMemory {
  public:
   PhysicalMemory(std::size_t granule_bytes, std::size_t num_granules)
-      : granule_(granule_bytes), refs_(num_granules, 0) {
-    const std::size_t page = vm_detail::page_bytes();
-    if (granule_bytes == 0 || granule_bytes % page != 0)
-      throw std::invalid_argument("PhysicalMemory: a granule of " + std::to_string(granule_bytes) +
-                                  " bytes is not a positive multiple of the page size, " + std::to_string(page));
-    if (num_granules == 0) throw std::invalid_argument("PhysicalMemory: 0 granules");
-    if (num_granules > static_cast<std::size_t>(std::numeric_limits<off_t>::max()) / granule_bytes)
-      throw std::invalid_argument("PhysicalMemory: " + std::to_string(num_granules) + " granules of " +
-                                  std::to_string(granule_bytes) + " bytes overflow a file offset");
+      : granule_(granule_bytes), refs_(checked_count(granule_bytes, num_granules), 0) {
     fd_ = ::memfd_create("alloclab-physical", MFD_CLOEXEC);
     if (fd_ < 0) vm_detail::fail("memfd_create");
     if (::ftruncate(fd_, static_cast<off_t>(num_granules * granule_bytes)) != 0) {
@@ -123,6 +115,19 @@ class PhysicalMemory {
   [[nodiscard]] off_t offset(std::size_t g) const noexcept { return static_cast<off_t>(g * granule_); }
 
  private:
+  // Checked before the vector of counts is sized, which would otherwise throw first for a count
+  // no file could hold.
+  static std::size_t checked_count(std::size_t granule_bytes, std::size_t num_granules) {
+    const std::size_t page = vm_detail::page_bytes();
+    if (granule_bytes == 0 || granule_bytes % page != 0)
+      throw std::invalid_argument("PhysicalMemory: a granule of " + std::to_string(granule_bytes) +
+                                  " bytes is not a positive multiple of the page size, " + std::to_string(page));
+    if (num_granules == 0) throw std::invalid_argument("PhysicalMemory: 0 granules");
+    if (num_granules > static_cast<std::size_t>(std::numeric_limits<off_t>::max()) / granule_bytes)
+      throw std::invalid_argument("PhysicalMemory: " + std::to_string(num_granules) + " granules of " +
+                                  std::to_string(granule_bytes) + " bytes overflow a file offset");
+    return num_granules;
+  }
   std::size_t in_use(std::size_t g, const char* what) const {
     if (g >= refs_.size() || refs_[g] == 0) unknown(g, what);
     return g;
@@ -148,10 +153,7 @@ class PhysicalMemory {
 /// reference back after unmapping it.
 class AddressRange {
  public:
-  AddressRange(PhysicalMemory& memory, std::size_t slots) : memory_(memory), slot_of_(slots) {
-    if (slots == 0) throw std::invalid_argument("AddressRange: 0 slots");
-    if (slots > std::numeric_limits<std::size_t>::max() / memory.granule_bytes())
-      throw std::invalid_argument("AddressRange: " + std::to_string(slots) + " slots overflow the address space");
+  AddressRange(PhysicalMemory& memory, std::size_t slots) : memory_(memory), slot_of_(checked_slots(memory, slots)) {
     void* p = ::mmap(nullptr, bytes(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) vm_detail::fail("mmap");
     base_ = static_cast<std::byte*>(p);
@@ -209,6 +211,13 @@ class AddressRange {
   [[nodiscard]] PhysicalMemory& memory() const noexcept { return memory_; }
 
  private:
+  // Checked before the vector of slots is sized, which would otherwise throw first.
+  static std::size_t checked_slots(const PhysicalMemory& memory, std::size_t slots) {
+    if (slots == 0) throw std::invalid_argument("AddressRange: 0 slots");
+    if (slots > std::numeric_limits<std::size_t>::max() / memory.granule_bytes())
+      throw std::invalid_argument("AddressRange: " + std::to_string(slots) + " slots overflow the address space");
+    return slots;
+  }
   void check(std::size_t slot, const char* what) const {
     if (slot >= slot_of_.size())
       throw std::out_of_range(std::string("AddressRange::") + what + ": slot " + std::to_string(slot) +
