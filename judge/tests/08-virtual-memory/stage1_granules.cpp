@@ -1,0 +1,296 @@
+// Stage 1: granules of one memfd file, and a reservation they are mapped into and out of.
+#include "vm_under_test.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "alloclab_test.hpp"
+#include "vm_test_support.hpp"
+
+namespace stage1_granules {
+
+using alloclab::test::address;
+using alloclab::test::vm::AddressRange;
+using alloclab::test::vm::fill;
+using alloclab::test::vm::holds;
+using alloclab::test::vm::page_bytes;
+using alloclab::test::vm::PhysicalMemory;
+using alloclab::test::vm::read_byte;
+using alloclab::test::vm::taken;
+using alloclab::test::vm::zeros;
+
+// Four pages to a granule: a granule is more than one page, so a page-sized slip shows.
+std::size_t granule() { return 4 * page_bytes(); }
+
+TEST(VmGranules, RejectsGranulesThatAreNotWholePages) {
+  EXPECT_THROW(PhysicalMemory(0, 4), std::invalid_argument)
+      << "PhysicalMemory(0, 4) must throw std::invalid_argument: a granule of 0 bytes maps nothing.";
+  EXPECT_THROW(PhysicalMemory(page_bytes() + 512, 4), std::invalid_argument)
+      << "A granule of a page and a half must throw std::invalid_argument: the system maps whole pages, so a "
+         "granule that ends inside a page would share that page with its neighbour.";
+  EXPECT_THROW(PhysicalMemory(granule(), 0), std::invalid_argument)
+      << "PhysicalMemory(g, 0) must throw std::invalid_argument: memory of no granules can hand out nothing.";
+  EXPECT_THROW(PhysicalMemory(granule(), std::numeric_limits<std::size_t>::max() / 2), std::invalid_argument)
+      << "More granules than a file offset can number must throw std::invalid_argument, before the size "
+         "wraps round into a small file.";
+  PhysicalMemory memory(granule(), 4);
+  EXPECT_EQ(memory.granule_bytes(), granule()) << "granule_bytes() is the size the memory was built with.";
+  EXPECT_EQ(memory.num_granules(), 4u) << "num_granules() is the count the memory was built with.";
+  EXPECT_EQ(memory.num_free(), 4u) << "A new PhysicalMemory has every granule free.";
+  EXPECT_EQ(memory.num_in_use(), 0u) << "A new PhysicalMemory has no granule in use.";
+  EXPECT_GE(memory.fd(), 0) << "fd() is the memfd file's descriptor, which every mapping of a granule maps.";
+  EXPECT_THROW(AddressRange(memory, 0), std::invalid_argument)
+      << "AddressRange(memory, 0) must throw std::invalid_argument: a reservation of no slots holds nothing.";
+  EXPECT_THROW(AddressRange(memory, std::numeric_limits<std::size_t>::max()), std::invalid_argument)
+      << "A range whose bytes overflow a size_t must throw std::invalid_argument, before slots * granule "
+         "wraps round into a small reservation.";
+}
+
+TEST(VmGranules, CreateHandsOutTheLowestFreeGranule) {
+  PhysicalMemory memory(granule(), 3);
+  for (std::size_t want = 0; want < 3; ++want) {
+    const auto g = memory.create();
+    ASSERT_TRUE(g.has_value()) << "create() on memory with a free granule must return one, not std::nullopt.";
+    EXPECT_EQ(*g, want) << "create() hands out the lowest-numbered free granule: the used offsets of the file "
+                           "stay dense.";
+    EXPECT_EQ(memory.refcount(*g), 1u) << "A granule create() returns holds one reference, its creator's.";
+  }
+  EXPECT_FALSE(memory.create().has_value()) << "create() with every granule in use returns std::nullopt.";
+  memory.release(1);
+  EXPECT_EQ(memory.num_in_use(), 2u) << "The last release() of a granule makes it free.";
+  EXPECT_EQ(memory.num_free(), 1u) << "num_free() counts the granules with no reference.";
+  const auto again = memory.create();
+  ASSERT_TRUE(again.has_value()) << "create() after a granule was released must hand it out again.";
+  EXPECT_EQ(*again, 1u) << "create() hands out the lowest free granule, here the one just released.";
+  EXPECT_EQ(memory.offset(2), static_cast<off_t>(2 * granule()))
+      << "offset(g) is where granule g starts in the file: g * granule_bytes().";
+}
+
+TEST(VmGranules, RetainAndReleaseCountReferences) {
+  PhysicalMemory memory(granule(), 2);
+  const auto g = memory.create();
+  ASSERT_TRUE(g.has_value()) << "create() on new memory must return a granule.";
+  memory.retain(*g);
+  EXPECT_EQ(memory.refcount(*g), 2u) << "retain() adds one reference: a second mapping of the granule (a fork's alias).";
+  memory.release(*g);
+  EXPECT_EQ(memory.refcount(*g), 1u) << "release() drops one reference.";
+  EXPECT_EQ(memory.num_in_use(), 1u) << "A granule with a reference left is still in use.";
+  memory.release(*g);
+  EXPECT_EQ(memory.refcount(*g), 0u) << "refcount() of a free granule is 0.";
+  EXPECT_THROW(memory.release(*g), std::invalid_argument)
+      << "release() of a free granule must throw std::invalid_argument: a count below zero would hand the "
+         "granule out twice.";
+  EXPECT_THROW(memory.retain(*g), std::invalid_argument)
+      << "retain() of a free granule must throw std::invalid_argument: a reference to memory nobody created.";
+  EXPECT_THROW(memory.retain(2), std::invalid_argument) << "retain() of a granule past the end must throw std::invalid_argument.";
+  EXPECT_THROW(memory.release(2), std::invalid_argument) << "release() of a granule past the end must throw std::invalid_argument.";
+  EXPECT_THROW((void)memory.refcount(2), std::invalid_argument)
+      << "refcount() of a granule past the end must throw std::invalid_argument.";
+  EXPECT_EQ(memory.num_in_use(), 0u) << "A call that throws changes nothing.";
+}
+
+TEST(VmGranules, AMappedGranuleIsMemoryAtItsSlot) {
+  PhysicalMemory memory(granule(), 4);
+  AddressRange range(memory, 4);
+  ASSERT_NE(range.base(), nullptr) << "base() is the reservation's first byte: the constructor must reserve "
+                                      "slots * granule bytes of address space.";
+  EXPECT_EQ(range.slots(), 4u) << "slots() is the count the range was built with.";
+  EXPECT_EQ(range.bytes(), 4 * granule()) << "bytes() is slots * granule_bytes.";
+  EXPECT_EQ(range.address(3), range.base() + 3 * granule()) << "address(s) is base() + s * granule_bytes.";
+  EXPECT_EQ(&range.memory(), &memory) << "memory() is the PhysicalMemory the range maps.";
+  const auto a = memory.create(), b = memory.create();
+  ASSERT_TRUE(a && b) << "create() on new memory must return a granule.";
+  range.map(2, *b);
+  range.map(0, *a);
+  EXPECT_EQ(range.mapped(2), b) << "mapped(s) is the granule mapped at slot s.";
+  EXPECT_FALSE(range.mapped(1).has_value()) << "mapped(s) of a slot never mapped is std::nullopt.";
+  EXPECT_EQ(range.num_mapped(), 2u) << "num_mapped() counts the mapped slots.";
+  EXPECT_EQ(range.map_calls(), 2u) << "map_calls() counts the maps made.";
+  ASSERT_TRUE(range.mapped(2).has_value()) << "slot 2 must be mapped before the test writes into it.";
+  fill(range.address(2), granule(), 7);
+  EXPECT_TRUE(holds(range.address(2), granule(), 7)) << "A mapped slot is readable and writable, all granule_bytes of it.";
+  // A second range maps the same granule: both addresses are one memory.
+  AddressRange other(memory, 2);
+  memory.retain(*b);
+  other.map(1, *b);
+  ASSERT_TRUE(other.mapped(1).has_value()) << "map() must map the granule at the slot.";
+  EXPECT_TRUE(holds(other.address(1), granule(), 7))
+      << "A granule mapped at two slots is one memory: a write through one address must be read through the "
+         "other (MAP_SHARED of the file's offset), which is how a fork shares its parent's KV.";
+  EXPECT_EQ(range.unmap(2), *b) << "unmap(s) returns the granule that slot s held.";
+  EXPECT_FALSE(range.mapped(2).has_value()) << "After unmap(s), mapped(s) is std::nullopt.";
+  EXPECT_EQ(range.unmap_calls(), 1u) << "unmap_calls() counts the unmaps made.";
+  EXPECT_EQ(memory.refcount(*b), 2u) << "The range maps; it does not count references: unmap leaves the granule's "
+                                        "references to whoever holds them.";
+  memory.release(*b);
+  memory.release(other.unmap(1));
+  memory.release(range.unmap(0));
+}
+
+TEST(VmGranules, MapsOnlyInsideTheReservation) {
+  PhysicalMemory memory(granule(), 8);
+  AddressRange range(memory, 2);
+  ASSERT_NE(range.base(), nullptr) << "base() must be the reservation's first byte.";
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(memory.create().has_value()) << "create() must hand out granules 0 to 5.";
+  const std::uint64_t marker = 0x5eed;
+  // Granule 5's bytes, written through the file, not through any mapping.
+  std::vector<std::byte> bytes(granule());
+  fill(bytes.data(), bytes.size(), marker);
+  ASSERT_EQ(::pwrite(memory.fd(), bytes.data(), bytes.size(), memory.offset(5)), static_cast<ssize_t>(bytes.size()))
+      << "fd() must be the file that holds the granules, granule g at offset(g).";
+  range.map(1, 5);
+  ASSERT_TRUE(range.mapped(1).has_value()) << "map(1, 5) must map granule 5 at slot 1.";
+  EXPECT_TRUE(holds(range.address(1), granule(), marker))
+      << "Slot 1 must show granule 5's bytes: map(slot, g) maps the file at offset g * granule_bytes to "
+         "address base() + slot * granule_bytes.";
+  const auto lo = address(range.base()), hi = lo + range.bytes();
+  for (const auto& span : alloclab::test::vm::mappings_of(memory.fd()))
+    EXPECT_TRUE(span.begin >= lo && span.end <= hi)
+        << "The file is mapped at [" << std::hex << span.begin << ", " << span.end << "), outside the reservation ["
+        << lo << ", " << hi << std::dec
+        << "): MAP_FIXED replaces whatever lies at its address without a word, so a slot's address must be "
+           "computed inside the range (base() + slot * granule_bytes, not the granule's number).";
+  memory.release(range.unmap(1));
+}
+
+TEST(VmGranules, CreatingCommitsNothingAndAReadCommitsAPage) {
+  PhysicalMemory memory(granule(), 2);
+  AddressRange range(memory, 2);
+  const auto g = memory.create();
+  ASSERT_TRUE(g.has_value()) << "create() on new memory must return a granule.";
+  range.map(0, *g);
+  ASSERT_TRUE(range.mapped(0).has_value()) << "map(0, g) must map the granule.";
+  EXPECT_EQ(memory.committed_bytes(), 0u)
+      << "Creating and mapping a granule commits nothing: the system commits a page at its first access.";
+  (void)read_byte(range.address(0) + page_bytes() + 1);
+  EXPECT_EQ(memory.committed_bytes(), page_bytes())
+      << "A read of a never-written page commits it (the file now holds a page of zeros): committed_bytes() "
+         "must ask the system (fstat's st_blocks * 512), since a count kept by your code sees no read.";
+  range.address(0)[3 * page_bytes()] = std::byte{1};
+  EXPECT_EQ(memory.committed_bytes(), 2 * page_bytes()) << "A write to another page commits that page too.";
+  memory.release(range.unmap(0));
+}
+
+TEST(VmGranules, ReleaseGivesTheMemoryBackToTheSystem) {
+  PhysicalMemory memory(granule(), 1);
+  AddressRange range(memory, 1);
+  const auto g = memory.create();
+  ASSERT_TRUE(g.has_value()) << "create() on new memory must return a granule.";
+  range.map(0, *g);
+  ASSERT_TRUE(range.mapped(0).has_value()) << "map(0, g) must map the granule.";
+  fill(range.address(0), granule(), 3);
+  ASSERT_EQ(memory.committed_bytes(), granule()) << "Writing a whole granule commits all its pages.";
+  memory.retain(*g);
+  memory.release(*g);
+  EXPECT_EQ(memory.committed_bytes(), granule()) << "A release that leaves a reference gives no memory back.";
+  memory.release(range.unmap(0));
+  EXPECT_EQ(memory.committed_bytes(), 0u)
+      << "The last release() must give the granule's memory back to the system (punch a hole in the file): "
+         "madvise(MADV_DONTNEED) drops only this process's view of a shared mapping, and the file keeps "
+         "every page committed, so a server that releases its KV would never shrink.";
+  const auto again = memory.create();
+  ASSERT_TRUE(again.has_value()) << "create() after the release must hand the granule out again.";
+  range.map(0, *again);
+  ASSERT_TRUE(range.mapped(0).has_value()) << "map(0, g) must map the granule.";
+  EXPECT_TRUE(zeros(range.address(0), granule()))
+      << "A granule created again must read as zeros: its old bytes must be gone from the file, or one "
+         "sequence's KV shows up in the next one's.";
+  memory.release(range.unmap(0));
+}
+
+TEST(VmGranules, UnmapKeepsTheReservation) {
+  PhysicalMemory memory(granule(), 2);
+  std::byte* base = nullptr;
+  {
+    AddressRange range(memory, 4);
+    base = range.base();
+    ASSERT_NE(base, nullptr) << "base() must be the reservation's first byte.";
+    EXPECT_TRUE(taken(base, range.bytes()))
+        << "The constructor must reserve the whole range (a PROT_NONE mapping), so that no other mapping of "
+           "the process can land inside it.";
+    const auto g = memory.create();
+    ASSERT_TRUE(g.has_value()) << "create() on new memory must return a granule.";
+    range.map(1, *g);
+    ASSERT_TRUE(range.mapped(1).has_value()) << "map(1, g) must map the granule.";
+    memory.release(range.unmap(1));
+    EXPECT_TRUE(taken(range.address(1), granule()))
+        << "After unmap(1), slot 1's addresses must still be reserved: map PROT_NONE anonymous memory over the "
+           "slot again rather than munmap it, which gives the addresses back to the system, where the next "
+           "mmap of anyone in the process can land and be overwritten by your next map (MAP_FIXED).";
+    void* fresh = ::mmap(range.address(1), granule(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(fresh, MAP_FAILED);
+    EXPECT_TRUE(address(fresh) < address(base) || address(fresh) >= address(base) + range.bytes())
+        << "A new mapping asked for at slot 1's address landed there after unmap(1): the slot was given back "
+           "to the system instead of kept reserved.";
+    ::munmap(fresh, granule());
+  }
+  EXPECT_FALSE(taken(base, page_bytes()))
+      << "The destructor must give the whole reservation back (munmap), or every range built leaks its "
+         "address space.";
+}
+
+TEST(VmGranules, AnAccessToAnUnmappedSlotFaults) {
+  ALLOCLAB_REQUIRE_ASAN();
+  PhysicalMemory memory(granule(), 1);
+  AddressRange range(memory, 2);
+  ASSERT_NE(range.base(), nullptr) << "base() must be the reservation's first byte.";
+  const auto g = memory.create();
+  ASSERT_TRUE(g.has_value()) << "create() on new memory must return a granule.";
+  range.map(0, *g);
+  ASSERT_TRUE(range.mapped(0).has_value()) << "map(0, g) must map the granule.";
+  range.address(0)[0] = std::byte{9};
+  memory.release(range.unmap(0));
+  ASSERT_FALSE(range.mapped(0).has_value()) << "unmap(0) must unmap the slot.";
+  alloclab::test::quick_death_tests();
+  EXPECT_DEATH((void)read_byte(range.address(0)), "SEGV")
+      << "An access to a slot after unmap must fault: the slot must be inaccessible (PROT_NONE), so that a "
+         "stale pointer into freed KV crashes at once instead of reading another sequence's memory.";
+  EXPECT_DEATH((void)read_byte(range.address(1)), "SEGV") << "An access to a slot never mapped must fault.";
+}
+
+TEST(VmGranules, MisuseThrowsAndChangesNothing) {
+  PhysicalMemory memory(granule(), 2);
+  AddressRange range(memory, 2);
+  const auto g = memory.create();
+  ASSERT_TRUE(g.has_value()) << "create() on new memory must return a granule.";
+  EXPECT_THROW(range.map(2, *g), std::out_of_range) << "map() of a slot outside the range must throw std::out_of_range.";
+  EXPECT_THROW(range.map(0, 1), std::invalid_argument)
+      << "map() of a granule nobody created must throw std::invalid_argument: its memory belongs to nobody.";
+  EXPECT_THROW(range.map(0, 5), std::invalid_argument)
+      << "map() of a granule past the memory's end must throw std::invalid_argument.";
+  range.map(0, *g);
+  memory.retain(*g);
+  EXPECT_THROW(range.map(0, *g), std::invalid_argument)
+      << "map() of a slot mapped already must throw std::invalid_argument: the granule it holds would be lost "
+         "with its reference.";
+  EXPECT_THROW(range.unmap(1), std::invalid_argument) << "unmap() of a slot not mapped must throw std::invalid_argument.";
+  EXPECT_THROW(range.unmap(2), std::out_of_range) << "unmap() of a slot outside the range must throw std::out_of_range.";
+  EXPECT_THROW((void)range.mapped(2), std::out_of_range) << "mapped() of a slot outside the range must throw std::out_of_range.";
+  EXPECT_THROW((void)range.address(2), std::out_of_range)
+      << "address() of a slot outside the range must throw std::out_of_range.";
+  EXPECT_EQ(range.num_mapped(), 1u) << "A call that throws changes nothing: one slot is mapped.";
+  EXPECT_EQ(range.map_calls(), 1u) << "A map that throws is not counted.";
+  EXPECT_EQ(range.unmap_calls(), 0u) << "An unmap that throws is not counted.";
+  EXPECT_EQ(range.mapped(0), g) << "A map that throws leaves the slot's granule as it was.";
+  memory.release(*g);
+  memory.release(range.unmap(0));
+}
+
+TEST(VmGranules, DestroyingTheMemoryClosesItsFile) {
+  int fd = -1;
+  {
+    PhysicalMemory memory(granule(), 1);
+    fd = memory.fd();
+    ASSERT_GE(fd, 0) << "fd() must be the memfd file's descriptor.";
+  }
+  EXPECT_EQ(::fcntl(fd, F_GETFD), -1)
+      << "The destructor must close the file: its descriptor stays open otherwise, and with it every page "
+         "still committed to the file.";
+}
+
+}  // namespace stage1_granules
