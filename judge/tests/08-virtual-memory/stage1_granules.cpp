@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
-#include <vector>
+#include <memory>
 
 #include "alloclab_test.hpp"
 #include "vm_test_support.hpp"
@@ -139,9 +139,10 @@ TEST(VmGranules, MapsOnlyInsideTheReservation) {
   for (int i = 0; i < 6; ++i) ASSERT_TRUE(memory.create().has_value()) << "create() must hand out granules 0 to 5.";
   const std::uint64_t marker = 0x5eed;
   // Granule 5's bytes, written through the file, not through any mapping.
-  std::vector<std::byte> bytes(granule());
-  fill(bytes.data(), bytes.size(), marker);
-  ASSERT_EQ(::pwrite(memory.fd(), bytes.data(), bytes.size(), memory.offset(5)), static_cast<ssize_t>(bytes.size()))
+  const std::size_t n = granule();
+  const auto bytes = std::make_unique<std::byte[]>(n);
+  fill(bytes.get(), n, marker);
+  ASSERT_EQ(::pwrite(memory.fd(), bytes.get(), n, memory.offset(5)), static_cast<ssize_t>(n))
       << "fd() must be the file that holds the granules, granule g at offset(g).";
   range.map(1, 5);
   ASSERT_TRUE(range.mapped(1).has_value()) << "map(1, 5) must map granule 5 at slot 1.";
