@@ -205,24 +205,26 @@ TEST(VmContiguousCache, TrimGivesBackEveryIdleGranule) {
 }
 
 TEST(VmContiguousCache, ARefusalChangesNothing) {
-  PhysicalMemory memory(gran(), 3);
+  PhysicalMemory memory(gran(), 4);
   ContiguousKVCache cache(memory, 2, 12, tok());
   ASSERT_TRUE(cache.admit(1, 8)) << "admit(1, 8) must succeed.";
   ASSERT_TRUE(cache.admit(2, 4)) << "admit(2, 4) must succeed.";
   EXPECT_FALSE(cache.admit(3, 1)) << "admit() with every slice held must return false.";
   const auto maps = cache.range().map_calls(), unmaps = cache.range().unmap_calls();
-  EXPECT_FALSE(cache.grow(2, 12)) << "grow(2, 12) needs 2 granules and none is free or idle: it must return false.";
+  EXPECT_FALSE(cache.grow(2, 12))
+      << "grow(2, 12) needs 2 granules, with one free and none idle: it must return false.";
   EXPECT_EQ(cache.num_tokens(2), 4u) << "A refused grow keeps the length.";
   EXPECT_EQ(cache.mapped_granules(), 3u) << "A refused grow maps nothing.";
   cache.release(2);
   EXPECT_FALSE(cache.admit(3, 12))
-      << "admit(3, 12) takes slice 1 and lacks 2 granules, with none free and no other idle slice: false.";
+      << "admit(3, 12) takes slice 1 and lacks 2 granules, with one free and no other idle slice: false.";
   EXPECT_EQ(cache.num_sequences(), 1u) << "A refused admit admits nothing.";
   EXPECT_EQ(cache.idle_granules(), 1u) << "A refused admit leaves the idle slice as it was.";
   EXPECT_EQ(cache.range().map_calls(), maps)
       << "A refused call maps nothing: count what can be had before mapping anything, since a granule mapped "
          "and unmapped again costs system calls and the idle slices' granules.";
   EXPECT_EQ(cache.range().unmap_calls(), unmaps) << "A refused call unmaps nothing.";
+  EXPECT_EQ(memory.num_free(), 1u) << "A refused call leaves the free granule free.";
   EXPECT_THROW((void)cache.slice_of(3), std::invalid_argument) << "A refused admit does not know the id.";
   ASSERT_TRUE(cache.admit(3, 4)) << "admit(3, 4) needs one granule, which the idle slice has: it must succeed.";
 }
