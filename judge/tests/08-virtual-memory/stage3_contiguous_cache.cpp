@@ -59,8 +59,9 @@ TEST(VmContiguousCache, AdmitMapsTheGranulesItsTokensNeed) {
   EXPECT_EQ(cache.slice_of(1), 0u) << "The first sequence takes the lowest slice.";
   EXPECT_EQ(cache.num_tokens(1), 5u) << "num_tokens() is the length admitted.";
   EXPECT_EQ(cache.mapped_granules(), 2u) << "5 tokens of a quarter granule need ceil(5/4) = 2 granules, mapped at admit.";
-  EXPECT_TRUE(mapped(cache, 0, 0) && mapped(cache, 0, 1) && !mapped(cache, 0, 2))
-      << "The granules a sequence needs are the first slots of its slice.";
+  ASSERT_TRUE(mapped(cache, 0, 0) && mapped(cache, 0, 1) && !mapped(cache, 0, 2))
+      << "The granules a sequence needs, ceil(5 tokens * token_bytes / granule) = 2, are the first slots of its "
+         "slice: slots 0 and 1 mapped, slot 2 not.";
   EXPECT_EQ(cache.data(1), cache.range().address(0)) << "data(r) is the first byte of r's slice.";
   ASSERT_TRUE(cache.admit(2, 1)) << "admit(2, 1) with a free slice must succeed.";
   EXPECT_EQ(cache.slice_of(2), 1u) << "The next sequence takes the next free slice.";
