@@ -3,6 +3,8 @@
 #include "vm_under_test.hpp"
 
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -22,6 +24,15 @@ using alloclab::test::vm::zeros;
 // A granule of one page holds four tokens of a quarter page; a slice of 12 tokens is 3 granules.
 std::size_t gran() { return page_bytes(); }
 std::size_t tok() { return page_bytes() / 4; }
+
+// Admits each {id, tokens} in turn; each must succeed.
+::testing::AssertionResult admitted(ContiguousKVCache& cache, std::initializer_list<std::pair<int, std::size_t>> seqs) {
+  for (const auto& [r, tokens] : seqs)
+    if (!cache.admit(r, tokens))
+      return ::testing::AssertionFailure() << "admit(" << r << ", " << tokens << ") must succeed: the cache has a "
+                                           << "free slice and the granules it needs.";
+  return ::testing::AssertionSuccess();
+}
 
 // Whether slot `i` of slice `s` is mapped.
 bool mapped(const ContiguousKVCache& cache, std::size_t s, std::size_t i) {
@@ -109,9 +120,8 @@ TEST(VmContiguousCache, ReleaseLeavesTheSliceMappedForTheNextSequence) {
 TEST(VmContiguousCache, ANewSequenceTakesTheSliceWithTheMostOfItsSlotsMapped) {
   PhysicalMemory memory(gran(), 16);
   ContiguousKVCache cache(memory, 4, 12, tok());
-  ASSERT_TRUE(cache.admit(1, 4)) << "admit(1, 4) must succeed.";   // slice 0, 1 granule
-  ASSERT_TRUE(cache.admit(2, 12)) << "admit(2, 12) must succeed.";  // slice 1, 3 granules
-  ASSERT_TRUE(cache.admit(3, 8)) << "admit(3, 8) must succeed.";   // slice 2, 2 granules
+  // slices 0, 1 and 2 map 1, 3 and 2 granules
+  ASSERT_TRUE(admitted(cache, {{1, 4}, {2, 12}, {3, 8}}));
   ASSERT_EQ(cache.slice_of(3), 2u) << "With nothing mapped anywhere, sequences take the lowest free slice.";
   cache.release(1);
   cache.release(2);
@@ -134,9 +144,8 @@ TEST(VmContiguousCache, ANewSequenceTakesTheSliceWithTheMostOfItsSlotsMapped) {
 TEST(VmContiguousCache, PressureReclaimsIdleLongestFirst) {
   PhysicalMemory memory(gran(), 6);
   ContiguousKVCache cache(memory, 3, 12, tok());
-  ASSERT_TRUE(cache.admit(1, 8)) << "admit(1, 8) must succeed.";   // slice 0, 2 granules
-  ASSERT_TRUE(cache.admit(2, 12)) << "admit(2, 12) must succeed.";  // slice 1, 3 granules
-  ASSERT_TRUE(cache.admit(3, 4)) << "admit(3, 4) must succeed.";   // slice 2, 1 granule
+  // slices 0, 1 and 2 map 2, 3 and 1 granules
+  ASSERT_TRUE(admitted(cache, {{1, 8}, {2, 12}, {3, 4}}));
   ASSERT_EQ(memory.num_free(), 0u) << "Six granules in use fill the memory.";
   cache.release(2);  // idle longest
   cache.release(1);
@@ -158,9 +167,8 @@ TEST(VmContiguousCache, PressureReclaimsIdleLongestFirst) {
 TEST(VmContiguousCache, NeverReclaimsFromTheSliceBeingFilled) {
   PhysicalMemory memory(gran(), 5);
   ContiguousKVCache cache(memory, 3, 12, tok());
-  ASSERT_TRUE(cache.admit(1, 8)) << "admit(1, 8) must succeed.";   // slice 0, 2 granules
-  ASSERT_TRUE(cache.admit(2, 4)) << "admit(2, 4) must succeed.";   // slice 1, 1 granule
-  ASSERT_TRUE(cache.admit(3, 8)) << "admit(3, 8) must succeed.";   // slice 2, 2 granules
+  // slices 0, 1 and 2 map 2, 1 and 2 granules
+  ASSERT_TRUE(admitted(cache, {{1, 8}, {2, 4}, {3, 8}}));
   ASSERT_NE(cache.data(1), nullptr) << "data(1) must be the slice's first byte.";
   fill(cache.data(1), 8 * tok(), 6);
   cache.release(1);  // idle longest, and the slice the next sequence takes
@@ -188,9 +196,7 @@ TEST(VmContiguousCache, NeverReclaimsFromTheSliceBeingFilled) {
 TEST(VmContiguousCache, TrimGivesBackEveryIdleGranule) {
   PhysicalMemory memory(gran(), 8);
   ContiguousKVCache cache(memory, 3, 12, tok());
-  ASSERT_TRUE(cache.admit(1, 12)) << "admit(1, 12) must succeed.";
-  ASSERT_TRUE(cache.admit(2, 8)) << "admit(2, 8) must succeed.";
-  ASSERT_TRUE(cache.admit(3, 4)) << "admit(3, 4) must succeed.";
+  ASSERT_TRUE(admitted(cache, {{1, 12}, {2, 8}, {3, 4}}));
   ASSERT_NE(cache.data(1), nullptr) << "data(1) must be the slice's first byte.";
   fill(cache.data(1), 12 * tok(), 8);
   fill(cache.data(3), 4 * tok(), 9);
@@ -208,8 +214,7 @@ TEST(VmContiguousCache, TrimGivesBackEveryIdleGranule) {
 TEST(VmContiguousCache, ARefusalChangesNothing) {
   PhysicalMemory memory(gran(), 4);
   ContiguousKVCache cache(memory, 2, 12, tok());
-  ASSERT_TRUE(cache.admit(1, 8)) << "admit(1, 8) must succeed.";
-  ASSERT_TRUE(cache.admit(2, 4)) << "admit(2, 4) must succeed.";
+  ASSERT_TRUE(admitted(cache, {{1, 8}, {2, 4}}));
   EXPECT_FALSE(cache.admit(3, 1)) << "admit() with every slice held must return false.";
   const auto maps = cache.range().map_calls(), unmaps = cache.range().unmap_calls();
   EXPECT_FALSE(cache.grow(2, 12))
