@@ -216,8 +216,9 @@ class SegmentAllocator {
   /// TODO: map the block's bytes through the segment before you split the free block.
   [[nodiscard]] std::byte* allocate([[maybe_unused]] std::size_t bytes) { return nullptr; }
 
-  /// Stage 2. Gives back a block `allocate` returned; its granules stay mapped.
-  /// TODO: a pointer that is not a live block of this segment throws std::invalid_argument.
+  /// Stage 2. Gives back a block `allocate` returned; its granules stay mapped. nullptr does
+  /// nothing. TODO: a pointer that is not a live block of this segment throws
+  /// std::invalid_argument.
   /// Merge the block with a free block right after it and one right before it.
   void deallocate([[maybe_unused]] std::byte* p) {}
 

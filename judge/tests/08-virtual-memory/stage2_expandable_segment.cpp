@@ -280,6 +280,7 @@ TEST(VmExpandableSegment, DeallocateRefusesWhatIsNotALiveBlock) {
       << "deallocate() of a pointer inside a block must throw std::invalid_argument.";
   EXPECT_THROW(allocator.deallocate(a + 2 * g()), std::invalid_argument)
       << "deallocate() of a pointer past the segment must throw std::invalid_argument.";
+  EXPECT_NO_THROW(allocator.deallocate(nullptr)) << "deallocate(nullptr) does nothing, as free(nullptr) does.";
   allocator.deallocate(a);
   EXPECT_THROW(allocator.deallocate(a), std::invalid_argument)
       << "deallocate() of a block freed already must throw std::invalid_argument: a second free would hand the "
