@@ -33,6 +33,8 @@ TEST(VmExpandableSegment, ReservesWholeGranulesAndMapsNothing) {
   EXPECT_EQ(segment.mapped_bytes(), 0u) << "A new segment maps nothing: granules are mapped as blocks need them.";
   EXPECT_EQ(memory.num_in_use(), 0u) << "A new segment creates no granule.";
   EXPECT_FALSE(segment.is_mapped(0)) << "is_mapped(0) of a new segment is false.";
+  EXPECT_TRUE(segment.map(segment.size(), 0)) << "map() of no bytes, even at the end, succeeds and maps nothing.";
+  EXPECT_EQ(segment.mapped_bytes(), 0u) << "map() of no bytes maps nothing.";
 }
 
 TEST(VmExpandableSegment, MapsEveryGranuleItsBytesTouchLowestFirst) {
@@ -169,6 +171,10 @@ TEST(VmExpandableSegment, BestFitTakesTheSmallestFreeBlock) {
   allocator.deallocate(x[2]);
   allocator.deallocate(x[4]);
   EXPECT_EQ(allocator.allocate(512), x[2]) << "Among free blocks of one size, the lowest comes first.";
+  const std::size_t tail = 4 * g() - 3584;  // the free block after the six, beside block 4's 512
+  EXPECT_EQ(allocator.allocate(tail + 512), nullptr)
+      << "allocate() of more than the largest free block returns nullptr, though the free bytes add up to as much: "
+         "a block is contiguous.";
 }
 
 TEST(VmExpandableSegment, FreedNeighboursMerge) {
