@@ -29,12 +29,16 @@
 //   kv_footprint/vm_<granule>  a ContiguousKVCache of 16 slices of 2048 tokens of 2 KiB, over
 //                              physical memory for all of them, serves 48 sequences of random
 //                              lengths (the same ones in every row), at most 12 at a time: the
-//                              prompt (half the length) at admission, then a token a step
+//                              prompt (half the length) at admission, then a token a step;
+//                              a released slice stays idle with its granules (deferred
+//                              reclamation) for the next sequence
+//   kv_footprint/vm_trim_<g>   the same, with trim() after every release: idle slices hold nothing
 //   kv_footprint/block_pool    the same sequences in exercise 03's PagedKVCache, 16-token blocks,
 //                              its buffer sized for the same 16 sequences of 2048 tokens
 //   Counters, sampled every 8 steps and summed over the samples before dividing:
-//     held_over_used       bytes of the granules (blocks) held by live sequences' slices ÷ KV
-//                          bytes in use: what the granule's rounding costs
+//     held_over_used       bytes of the granules (blocks) mapped in live sequences' slices ÷ KV
+//                          bytes in use: with trim, what rounding to whole granules costs; without,
+//                          a reused slice also keeps what its last sequence mapped beyond the need
 //     mapped_over_used     every granule mapped, idle slices' included ÷ KV bytes in use: what
 //                          a GPU commits, since cuMemCreate commits a whole granule
 //     committed_over_used  the bytes the kernel committed to the file (fstat) ÷ KV bytes in use:
@@ -368,7 +372,7 @@ bool serve(const std::vector<Request>& reqs, Admit admit, Grow grow, Release rel
   return true;
 }
 
-void BM_FootprintContiguous(benchmark::State& state, std::size_t granule) {
+void BM_FootprintContiguous(benchmark::State& state, std::size_t granule, bool trim) {
   const auto reqs = requests();
   Footprint f;
   long faults = 0;
@@ -397,7 +401,10 @@ void BM_FootprintContiguous(benchmark::State& state, std::size_t granule) {
             write(id, tokens - 1, tokens);
             return true;
           },
-          [&](std::size_t id) { cache.release(static_cast<int>(id)); },
+          [&](std::size_t id) {
+            cache.release(static_cast<int>(id));
+            if (trim) cache.trim();
+          },
           [&](double used) {
             const double mapped = static_cast<double>(cache.mapped_granules() * granule);
             f.used += used;
@@ -496,7 +503,12 @@ constexpr Size kSizes[] = {{"4KiB", 4 * KiB}, {"64KiB", 64 * KiB}, {"2MiB", 2 * 
   benchmark::RegisterBenchmark("ranges/vm_scattered", BM_Ranges, true)->UseManualTime()->Unit(benchmark::kMicrosecond);
   for (const Size& size : kSizes)
     benchmark::RegisterBenchmark((std::string("kv_footprint/vm_") + size.name).c_str(), BM_FootprintContiguous,
-                                 size.bytes)
+                                 size.bytes, false)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  for (const Size& size : kSizes)
+    benchmark::RegisterBenchmark((std::string("kv_footprint/vm_trim_") + size.name).c_str(), BM_FootprintContiguous,
+                                 size.bytes, true)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("kv_footprint/block_pool", BM_FootprintPaged)->UseManualTime()->Unit(benchmark::kMillisecond);
