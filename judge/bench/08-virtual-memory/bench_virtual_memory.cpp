@@ -62,7 +62,9 @@
 #include <exception>
 #include <fstream>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "virtual_memory.hpp"
@@ -87,6 +89,13 @@ long minor_faults() {
 // Seconds since `start`, for SetIterationTime.
 double since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// An address the code under test returned: a null one is refused here, where a write through it
+// would end the whole run with a crash instead of one row with a message.
+std::byte* usable(std::byte* p, const char* what) {
+  if (p == nullptr) throw std::logic_error(std::string(what) + " returned nullptr");
+  return p;
 }
 
 void touch(std::byte* p, std::size_t bytes) {
@@ -128,7 +137,7 @@ void BM_Granule(benchmark::State& state, std::size_t granule, Step timed) {
       run(Step::map, [&](std::size_t i) { range.map(i, g[i]); });
       // Unmap and release are timed on granules whose pages were written, as a KV cache's are;
       // a map is timed alone, and its granules are given back untouched, which costs little.
-      if (timed != Step::map) run(Step::first_touch, [&](std::size_t i) { touch(range.address(i), granule); });
+      if (timed != Step::map) run(Step::first_touch, [&](std::size_t i) { touch(usable(range.address(i), "AddressRange::address"), granule); });
       run(Step::unmap, [&](std::size_t i) { benchmark::DoNotOptimize(range.unmap(i)); });
       run(Step::release, [&](std::size_t i) { memory.release(g[i]); });
       state.SetIterationTime(seconds);
@@ -199,7 +208,7 @@ void BM_Reserve(benchmark::State& state) {
         // Untimed, once: a page handed out ready takes no fault when the hot path writes it
         // (the block pool's allocate writes no block either).
         const long faults_before = minor_faults();
-        for (const std::size_t page : pages) touch(reserve.address(page), kReserveGranule);
+        for (const std::size_t page : pages) touch(usable(reserve.address(page), "PageReserve::address"), kReserveGranule);
         faults = minor_faults() - faults_before;
         first = false;
       }
@@ -233,7 +242,7 @@ void BM_OnDemand(benchmark::State& state, std::size_t granule) {
           return;
         }
         range.map(i, *g);
-        touch(range.address(i), granule);
+        touch(usable(range.address(i), "AddressRange::address"), granule);
       }
       const double seconds = since(start);
       faults += minor_faults() - faults_before;
@@ -386,7 +395,7 @@ void BM_FootprintContiguous(benchmark::State& state, std::size_t granule, bool t
       alloclab::ContiguousKVCache cache(memory, kSlices, kMaxTokens, kTokenBytes);
       f = {};
       auto write = [&](std::size_t id, std::size_t from, std::size_t to) {
-        std::byte* kv = cache.data(static_cast<int>(id));
+        std::byte* kv = usable(cache.data(static_cast<int>(id)), "ContiguousKVCache::data");
         for (std::size_t t = from; t < to; ++t) std::memcpy(kv + t * kTokenBytes, token_kv(), kTokenBytes);
       };
       const bool served = serve(
