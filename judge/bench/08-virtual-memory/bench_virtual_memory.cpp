@@ -44,7 +44,7 @@
 //     committed_over_used  the bytes the kernel committed to the file (fstat) ÷ KV bytes in use:
 //                          what the CPU commits, page by page as they are touched; for the
 //                          block pool, its whole buffer, allocated and zeroed up front
-//   Every row starts cold: its memory is created in the iteration.
+//   Every row starts cold: its memory is created in the iteration, and given back in it.
 //
 // Counts beside times, since a count does not move with the machine's load: `faults` (minor
 // faults of the timed thread, getrusage's ru_minflt, per operation), `committed_KiB` (the change
@@ -102,6 +102,18 @@ void touch(std::byte* p, std::size_t bytes) {
   for (std::size_t at = 0; at < bytes; at += kPage) *reinterpret_cast<volatile std::byte*>(p + at) = std::byte{1};
 }
 
+// A granule of `memory`; none is a mistake here, since every batch gives its granules back.
+std::size_t created(alloclab::PhysicalMemory& memory) {
+  const auto g = memory.create();
+  if (!g) throw std::logic_error("PhysicalMemory::create found no free granule in a pool whose granules were all released");
+  return *g;
+}
+
+// A count summed over the run, per operation.
+double per_op(const benchmark::State& state, double count) {
+  return count / (static_cast<double>(state.iterations()) * kBatch);
+}
+
 // What is timed of a granule's life; the other steps run untimed around it.
 enum class Step { map, first_touch, unmap, release };
 
@@ -113,14 +125,7 @@ void BM_Granule(benchmark::State& state, std::size_t granule, Step timed) {
     alloclab::AddressRange range(memory, kBatch);
     std::vector<std::size_t> g(kBatch);
     for (auto _ : state) {
-      for (int i = 0; i < kBatch; ++i) {
-        const auto made = memory.create();
-        if (!made) {
-          state.SkipWithError("PhysicalMemory::create found no free granule in a pool whose granules were all released");
-          return;
-        }
-        g[static_cast<std::size_t>(i)] = *made;
-      }
+      for (std::size_t& granule_made : g) granule_made = created(memory);
       double seconds = 0;
       // Runs `step` on every granule of the batch, timed, counted, when it is the step measured.
       auto run = [&](Step step, auto&& each) {
@@ -146,9 +151,8 @@ void BM_Granule(benchmark::State& state, std::size_t granule, Step timed) {
     skip_on_exception(state, e);
     return;
   }
-  const double ops = static_cast<double>(state.iterations()) * kBatch;
-  state.counters["faults"] = static_cast<double>(faults) / ops;
-  state.counters["committed_KiB"] = committed / ops / KiB;
+  state.counters["faults"] = per_op(state, static_cast<double>(faults));
+  state.counters["committed_KiB"] = per_op(state, committed) / KiB;
 }
 
 // kBatch x allocate(1) of exercise 03's reference, timed; the releases are not.
@@ -171,7 +175,7 @@ void BM_BlockPoolAllocate(benchmark::State& state) {
     skip_on_exception(state, e);
     return;
   }
-  state.counters["faults"] = static_cast<double>(faults) / (static_cast<double>(state.iterations()) * kBatch);
+  state.counters["faults"] = per_op(state, static_cast<double>(faults));
   state.counters["committed_KiB"] = 0;
   state.counters["hot_path_maps"] = 0;
 }
@@ -220,9 +224,8 @@ void BM_Reserve(benchmark::State& state) {
     skip_on_exception(state, e);
     return;
   }
-  const double ops = static_cast<double>(state.iterations()) * kBatch;
   state.counters["faults"] = static_cast<double>(faults) / kBatch;
-  state.counters["hot_path_maps"] = static_cast<double>(hot_path_maps) / ops;
+  state.counters["hot_path_maps"] = per_op(state, static_cast<double>(hot_path_maps));
 }
 
 void BM_OnDemand(benchmark::State& state, std::size_t granule) {
@@ -236,12 +239,7 @@ void BM_OnDemand(benchmark::State& state, std::size_t granule) {
       const long faults_before = minor_faults();
       const auto start = std::chrono::steady_clock::now();
       for (std::size_t i = 0; i < kBatch; ++i) {
-        const auto g = memory.create();
-        if (!g) {
-          state.SkipWithError("PhysicalMemory::create found no free granule in a pool whose granules were all released");
-          return;
-        }
-        range.map(i, *g);
+        range.map(i, created(memory));
         touch(usable(range.address(i), "AddressRange::address"), granule);
       }
       const double seconds = since(start);
@@ -254,9 +252,8 @@ void BM_OnDemand(benchmark::State& state, std::size_t granule) {
     skip_on_exception(state, e);
     return;
   }
-  const double ops = static_cast<double>(state.iterations()) * kBatch;
-  state.counters["faults"] = static_cast<double>(faults) / ops;
-  state.counters["hot_path_maps"] = static_cast<double>(maps) / ops;
+  state.counters["faults"] = per_op(state, static_cast<double>(faults));
+  state.counters["hot_path_maps"] = per_op(state, static_cast<double>(maps));
 }
 
 // ---- ranges ------------------------------------------------------------------
@@ -381,8 +378,11 @@ bool serve(const std::vector<Request>& reqs, Admit admit, Grow grow, Release rel
   return true;
 }
 
-void BM_FootprintContiguous(benchmark::State& state, std::size_t granule, bool trim) {
-  const auto reqs = requests();
+// Times `serve_once(f)` every iteration, its memory's creation and return included, and reports
+// the footprint it sampled into `f`, the faults and the map calls per sequence. `serve_once`
+// returns the map calls it made, or std::nullopt when the cache refused.
+template <class ServeOnce>
+void footprint(benchmark::State& state, const char* refused, ServeOnce serve_once) {
   Footprint f;
   long faults = 0;
   std::size_t maps = 0;
@@ -390,44 +390,15 @@ void BM_FootprintContiguous(benchmark::State& state, std::size_t granule, bool t
     for (auto _ : state) {
       const long faults_before = minor_faults();
       const auto start = std::chrono::steady_clock::now();
-      const std::size_t slice_granules = (kMaxTokens * kTokenBytes + granule - 1) / granule;
-      alloclab::PhysicalMemory memory(granule, kSlices * slice_granules);
-      alloclab::ContiguousKVCache cache(memory, kSlices, kMaxTokens, kTokenBytes);
       f = {};
-      auto write = [&](std::size_t id, std::size_t from, std::size_t to) {
-        std::byte* kv = usable(cache.data(static_cast<int>(id)), "ContiguousKVCache::data");
-        for (std::size_t t = from; t < to; ++t) std::memcpy(kv + t * kTokenBytes, token_kv(), kTokenBytes);
-      };
-      const bool served = serve(
-          reqs,
-          [&](std::size_t id, std::size_t prompt) {
-            if (!cache.admit(static_cast<int>(id), prompt)) return false;
-            write(id, 0, prompt);
-            return true;
-          },
-          [&](std::size_t id, std::size_t tokens) {
-            if (!cache.grow(static_cast<int>(id), tokens)) return false;
-            write(id, tokens - 1, tokens);
-            return true;
-          },
-          [&](std::size_t id) {
-            cache.release(static_cast<int>(id));
-            if (trim) cache.trim();
-          },
-          [&](double used) {
-            const double mapped = static_cast<double>(cache.mapped_granules() * granule);
-            f.used += used;
-            f.mapped += mapped;
-            f.held += mapped - static_cast<double>(cache.idle_granules() * granule);
-            f.committed += static_cast<double>(memory.committed_bytes());
-          });
-      if (!served) {
-        state.SkipWithError("ContiguousKVCache refused a sequence with physical memory for every slice");
+      const std::optional<std::size_t> made = serve_once(f);
+      if (!made) {
+        state.SkipWithError(refused);
         return;
       }
-      maps = cache.range().map_calls();
       state.SetIterationTime(since(start));
       faults = minor_faults() - faults_before;
+      maps = *made;
     }
   } catch (const std::exception& e) {
     skip_on_exception(state, e);
@@ -438,49 +409,72 @@ void BM_FootprintContiguous(benchmark::State& state, std::size_t granule, bool t
   state.counters["maps"] = static_cast<double>(maps) / kSequences;
 }
 
+void BM_FootprintContiguous(benchmark::State& state, std::size_t granule, bool trim) {
+  const auto reqs = requests();
+  footprint(state, "ContiguousKVCache refused a sequence with physical memory for every slice",
+            [&](Footprint& f) -> std::optional<std::size_t> {
+              const std::size_t slice_granules = (kMaxTokens * kTokenBytes + granule - 1) / granule;
+              alloclab::PhysicalMemory memory(granule, kSlices * slice_granules);
+              alloclab::ContiguousKVCache cache(memory, kSlices, kMaxTokens, kTokenBytes);
+              auto write = [&](std::size_t id, std::size_t from, std::size_t to) {
+                std::byte* kv = usable(cache.data(static_cast<int>(id)), "ContiguousKVCache::data");
+                for (std::size_t t = from; t < to; ++t) std::memcpy(kv + t * kTokenBytes, token_kv(), kTokenBytes);
+              };
+              const bool served = serve(
+                  reqs,
+                  [&](std::size_t id, std::size_t prompt) {
+                    if (!cache.admit(static_cast<int>(id), prompt)) return false;
+                    write(id, 0, prompt);
+                    return true;
+                  },
+                  [&](std::size_t id, std::size_t tokens) {
+                    if (!cache.grow(static_cast<int>(id), tokens)) return false;
+                    write(id, tokens - 1, tokens);
+                    return true;
+                  },
+                  [&](std::size_t id) {
+                    cache.release(static_cast<int>(id));
+                    if (trim) cache.trim();
+                  },
+                  [&](double used) {
+                    const double mapped = static_cast<double>(cache.mapped_granules() * granule);
+                    f.used += used;
+                    f.mapped += mapped;
+                    f.held += mapped - static_cast<double>(cache.idle_granules() * granule);
+                    f.committed += static_cast<double>(memory.committed_bytes());
+                  });
+              if (!served) return std::nullopt;
+              return cache.range().map_calls();
+            });
+}
+
 void BM_FootprintPaged(benchmark::State& state) {
   const auto reqs = requests();
-  Footprint f;
-  long faults = 0;
-  try {
-    constexpr int kBlocks = static_cast<int>(kSlices * kMaxTokens / kBlockTokens);
-    constexpr double kBlockBytes = kBlockTokens * kTokenBytes;
-    for (auto _ : state) {
-      const long faults_before = minor_faults();
-      const auto start = std::chrono::steady_clock::now();
-      alloclab::PagedKVCache cache(kBlocks, kBlockTokens, kTokenBytes);
-      std::vector<alloclab::PagedKVCache::SeqId> seq(reqs.size());
-      f = {};
-      const bool served = serve(
-          reqs,
-          [&](std::size_t id, std::size_t prompt) {
-            seq[id] = cache.create();
-            for (std::size_t t = 0; t < prompt; ++t)
-              if (!cache.append(seq[id], token_kv())) return false;
-            return true;
-          },
-          [&](std::size_t id, std::size_t) { return cache.append(seq[id], token_kv()); },
-          [&](std::size_t id) { cache.free(seq[id]); },
-          [&](double used) {
-            f.used += used;
-            f.held += (kBlocks - cache.pool().num_free()) * kBlockBytes;
-            f.mapped += kBlocks * kBlockBytes;
-            f.committed += kBlocks * kBlockBytes;
-          });
-      if (!served) {
-        state.SkipWithError("PagedKVCache refused a token with blocks for every sequence");
-        return;
-      }
-      state.SetIterationTime(since(start));
-      faults = minor_faults() - faults_before;
-    }
-  } catch (const std::exception& e) {
-    skip_on_exception(state, e);
-    return;
-  }
-  f.report(state);
-  state.counters["faults"] = static_cast<double>(faults) / kSequences;
-  state.counters["maps"] = 0;
+  constexpr int kBlocks = static_cast<int>(kSlices * kMaxTokens / kBlockTokens);
+  constexpr double kBlockBytes = kBlockTokens * kTokenBytes;
+  footprint(state, "PagedKVCache refused a token with blocks for every sequence",
+            [&](Footprint& f) -> std::optional<std::size_t> {
+              alloclab::PagedKVCache cache(kBlocks, kBlockTokens, kTokenBytes);
+              std::vector<alloclab::PagedKVCache::SeqId> seq(reqs.size());
+              const bool served = serve(
+                  reqs,
+                  [&](std::size_t id, std::size_t prompt) {
+                    seq[id] = cache.create();
+                    for (std::size_t t = 0; t < prompt; ++t)
+                      if (!cache.append(seq[id], token_kv())) return false;
+                    return true;
+                  },
+                  [&](std::size_t id, std::size_t) { return cache.append(seq[id], token_kv()); },
+                  [&](std::size_t id) { cache.free(seq[id]); },
+                  [&](double used) {
+                    f.used += used;
+                    f.held += (kBlocks - cache.pool().num_free()) * kBlockBytes;
+                    f.mapped += kBlocks * kBlockBytes;
+                    f.committed += kBlocks * kBlockBytes;
+                  });
+              if (!served) return std::nullopt;
+              return std::size_t{0};  // the paged cache maps nothing: its buffer is the heap's
+            });
 }
 
 struct Size {
