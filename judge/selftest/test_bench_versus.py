@@ -8,6 +8,7 @@ import unittest
 
 from lab.learner import bench
 from lab.model import words
+from lab.model.catalog import ROOT
 
 
 def row(ns):
@@ -76,6 +77,31 @@ class YoursOverReference(unittest.TestCase):
     def test_the_advice_names_the_usual_causes(self):
         for cause in ("cold", "lock", "atomic", "lookup"):
             self.assertIn(cause, words.WORDS["slow_causes"][0])
+
+    def test_a_count_is_shown_where_it_tells_rows_apart(self):
+        """08 reports faults beside times: on first_touch they differ (1, 16, 512 a granule) and each
+        row shows its own, a released granule's negative bytes included; on map every row takes 0,
+        which describes the workload, not an allocator, and is left out."""
+        def counted(ns, **counters):
+            return {"ns": ns, "counters": counters}
+        touch = {"vm_4KiB": counted(200.0, faults=1.0, committed_KiB=-4.0),
+                 "vm_2MiB": counted(9e4, faults=512.0, committed_KiB=-2048.0),
+                 "block_pool": counted(1.0, faults=0.0, committed_KiB=0.0)}
+        text, _ = self.table(touch, touch, "vm")
+        self.assertRegex(text, r"faults +512 +512")
+        self.assertIn("-2,048", text)
+        mapped = {"vm_4KiB": counted(140.0, faults=0.0), "block_pool": counted(1.0, faults=0.0)}
+        text, _ = self.table(mapped, mapped, "vm")
+        self.assertNotIn("faults", text)
+
+    def test_the_advice_of_exercise_08_names_counters_its_benchmarks_report(self):
+        """The advice sends a learner to a counter of the table: it must be one the benchmarks print."""
+        source = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "judge" / "bench" / "08-virtual-memory").glob("*.cpp"))
+        for lang in (0, 1):
+            advice = words.WORDS["slow_causes_8"][lang]
+            for counter in ("committed_KiB", "hot_path_maps"):
+                self.assertIn(f"`{counter}`", advice)
+                self.assertIn(f'counters["{counter}"]', source)
 
 
 if __name__ == "__main__":

@@ -200,6 +200,15 @@ WORDS: dict[str, tuple[str, str]] = {
                       "在环里：每次 allocate 都做一次 `%`（用 `head % capacity` 算 head 的偏移，这是一次 64 位除法；"
                       "容量是 4096 的倍数，不一定是 2 的幂，没法用掩码代替：参考答案把偏移量存在 head 旁边，"
                       "每分配一块就往前推），或者每次调用都去读消费者的 tail，其实用上次看到的 tail 就够了。"),
+    "slow_causes_8": ("In virtual memory: memory committed before its first touch (MAP_POPULATE or "
+                      "MADV_POPULATE_WRITE in map: the map row then shows `committed_KiB`), a system call more per "
+                      "operation (an mprotect after the mmap, an madvise before the hole is punched), or a "
+                      "PageReserve whose acquire maps a page itself, or waits for the thread, while pages are ready "
+                      "(`hot_path_maps` above 0 on grow/vm_reserve).",
+                      "在虚拟内存里：第一次访问之前就提交了内存（map 里用了 MAP_POPULATE 或 MADV_POPULATE_WRITE："
+                      "map 那一行会显示 `committed_KiB`）；每个操作多一次系统调用（mmap 之后又 mprotect 一次，"
+                      "打洞之前先 madvise 一次）；或者 PageReserve 明明有现成的页面，acquire 还是自己去映射一页，"
+                      "或者去等后台线程（grow/vm_reserve 上的 `hot_path_maps` 大于 0）。"),
 
     # -- serve ------------------------------------------------------------------------------
     "serve_asked_for": ("asked for", "按要求"),
