@@ -743,10 +743,18 @@ class PageReserve {
   PageReserve(const PageReserve&) = delete;
   PageReserve& operator=(const PageReserve&) = delete;
 
-  /// A mapped page for the caller alone: a ready one if any, else one mapped now; std::nullopt
-  /// when every page is in use or physical memory is exhausted.
+  /// A mapped page for the caller alone: a ready one if any, else one mapped now (waiting, when
+  /// every other page is in use, for the one being mapped); std::nullopt when every page is in
+  /// use or physical memory is exhausted.
   [[nodiscard]] std::optional<std::size_t> acquire() {
     std::unique_lock lock(mutex_);
+    // With no page ready and none unmapped, a busy page is one the thread (or another caller) is
+    // mapping or unmapping: it is ready or unmapped in a moment, so the caller waits for it
+    // rather than fail while a page is to be had.
+    settled_.wait(lock, [this] {
+      return !ready_.empty() || std::find(state_.begin(), state_.end(), State::busy) == state_.end() ||
+             std::find(state_.begin(), state_.end(), State::unmapped) != state_.end();
+    });
     if (!ready_.empty()) {
       const std::size_t page = ready_.back();
       ready_.pop_back();
@@ -878,6 +886,7 @@ class PageReserve {
         }
       }
       busy_ = false;
+      settled_.notify_all();  // an acquire may wait for this page
     }
   }
 
@@ -886,7 +895,7 @@ class PageReserve {
   mutable std::mutex mutex_;      // the lists and states below
   std::mutex memory_mutex_;       // the range's and the memory's bookkeeping, never held with mutex_ by the hot path
   std::condition_variable wake_;  // the thread has work
-  std::condition_variable settled_;
+  std::condition_variable settled_;  // a busy page settled, or the thread has nothing left to do
   std::vector<State> state_;
   std::vector<std::size_t> ready_;
   std::size_t in_use_ = 0, slow_maps_ = 0;
