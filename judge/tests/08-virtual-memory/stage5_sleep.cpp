@@ -190,7 +190,7 @@ TEST(VmSleep, IdleSlicesWakeUnmapped) {
 
 TEST(VmSleep, EveryCallButTheObserversThrowsWhileAsleep) {
   Scene s;
-  EXPECT_THROW(s.cache.wake(), std::logic_error) << "wake while awake is the caller's mistake.";
+  EXPECT_THROW((void)s.cache.wake(), std::logic_error) << "wake while awake is the caller's mistake.";
   s.cache.sleep();
   const std::array<RequestId, 1> one{1};
   EXPECT_THROW(s.cache.sleep(), std::logic_error) << "sleep while asleep is the caller's mistake.";
