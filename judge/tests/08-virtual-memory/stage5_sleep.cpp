@@ -109,7 +109,7 @@ TEST(VmSleep, AddressesSurviveSleep) {
   ASSERT_TRUE(s.cache.wake()) << "wake must succeed when memory holds every granule slept.";
   for (std::size_t k = 0; k < kSequences.size(); ++k) {
     const RequestId r = kSequences[k];
-    EXPECT_EQ(s.cache.data(r), starts[k])
+    ASSERT_EQ(s.cache.data(r), starts[k])
         << "data(" << r << ") moved across sleep: a CUDA graph captured before sleep replays with the old "
         << "addresses, and would read and write memory that is no longer this sequence's KV.";
     ASSERT_TRUE(mapped_where_it_was(s.cache, r));
@@ -118,6 +118,10 @@ TEST(VmSleep, AddressesSurviveSleep) {
   for (std::size_t k = 0; k < kSequences.size(); ++k) {
     const RequestId r = kSequences[k];
     for (std::size_t p = 0; p < tokens[k].size(); ++p) {
+      const auto at = static_cast<std::size_t>(tokens[k][p] - s.cache.range().base()) / granule_bytes();
+      ASSERT_TRUE(s.cache.range().mapped(at).has_value())
+          << "Token " << p << " of sequence " << r << " lies in slot " << at << ", unmapped after wake: the graph "
+          << "captured before sleep would fault on its first step.";
       fill(tokens[k][p], token_bytes(), 1000 + 10 * static_cast<std::uint64_t>(r) + p);
       EXPECT_EQ(first_changed(s.cache.data(r) + p * token_bytes(), token_bytes(), 1000 + 10 * static_cast<std::uint64_t>(r) + p),
                 token_bytes())

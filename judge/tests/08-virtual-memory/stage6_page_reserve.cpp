@@ -61,6 +61,7 @@ TEST(VmPageReserve, TheThreadRefillsOnceFewerThanLowAreReady) {
   r.settle();
   const auto held = acquire(r, 2);
   r.settle();
+  EXPECT_EQ(r.slow_maps(), 0u) << "Four pages were ready, yet acquire mapped pages itself instead of taking them.";
   EXPECT_EQ(r.ready(), 2u)
       << "Two pages ready is not fewer than `low` (2): the thread waits. Refilling after every acquire makes the "
       << "thread map (and compete for the cores and the address space's lock) on every step.";
@@ -191,7 +192,6 @@ TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
   }
   const auto page = r.acquire();
   ASSERT_TRUE(page.has_value()) << "Page 0 is ready: acquire must return it.";
-  EXPECT_EQ(*page, 0u) << "The one ready page is page 0.";
   r.give_back(*page);
   bool timed_out = false;
   {
