@@ -2,7 +2,7 @@
 // at two addresses) and a copy of the partly filled one, and releasing either side leaves the
 // other's KV as it was. Each test builds a cache whose slices hold 16 tokens in four granules of
 // four tokens, so that a sequence of 6 tokens has one full granule and one partly filled.
-#include "virtual_memory.hpp"
+#include "vm_under_test.hpp"
 
 #include <cstddef>
 #include <cstring>
@@ -15,12 +15,12 @@
 
 namespace stage4_fork {
 
-using alloclab::ContiguousKVCache;
-using alloclab::PhysicalMemory;
+using alloclab::test::vm::ContiguousKVCache;
+using alloclab::test::vm::PhysicalMemory;
 using alloclab::test::vm::fill;
 using alloclab::test::vm::first_changed;
 using alloclab::test::vm::first_nonzero;
-using alloclab::test::vm::granule_bytes;
+using alloclab::test::vm::page_bytes;
 using alloclab::test::vm::kMaxTokens;
 using alloclab::test::vm::slot;
 using alloclab::test::vm::token_bytes;
@@ -44,7 +44,7 @@ std::optional<std::size_t> granule_at(const ContiguousKVCache& c, ContiguousKVCa
 }
 
 TEST(VmFork, FullGranulesAreMappedInBothSlices) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   ContiguousKVCache cache(memory, 4, kMaxTokens, token_bytes());
   ASSERT_TRUE(cache.admit(1, 8)) << kAdmitFails;
   fill(cache.data(1), 8 * token_bytes(), 1);
@@ -77,7 +77,7 @@ TEST(VmFork, FullGranulesAreMappedInBothSlices) {
 }
 
 TEST(VmFork, AWholeNumberOfGranulesTakesNoNewGranule) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   ContiguousKVCache cache(memory, 4, kMaxTokens, token_bytes());
   ASSERT_TRUE(cache.admit(1, 8)) << kAdmitFails;
   ASSERT_TRUE(cache.fork(1, 2)) << kForkFails;
@@ -93,11 +93,11 @@ TEST(VmFork, AWholeNumberOfGranulesTakesNoNewGranule) {
 }
 
 TEST(VmFork, ThePartlyFilledGranuleIsCopiedWhole) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   ContiguousKVCache cache(memory, 4, kMaxTokens, token_bytes());
   ASSERT_TRUE(cache.admit(1, 6)) << kAdmitFails;
   // The parent's two granules, the bytes past its sixth token included.
-  const std::size_t bytes = 2 * granule_bytes();
+  const std::size_t bytes = 2 * page_bytes();
   fill(cache.data(1), bytes, 11);
   ASSERT_TRUE(cache.fork(1, 2)) << kForkFails;
   const auto parent = granule_at(cache, 1, 1), child = granule_at(cache, 2, 1);
@@ -126,7 +126,7 @@ TEST(VmFork, ThePartlyFilledGranuleIsCopiedWhole) {
 }
 
 TEST(VmFork, TheChildTakesTheSliceWithItsCopySlotMapped) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   ContiguousKVCache cache(memory, 4, kMaxTokens, token_bytes());
   ASSERT_TRUE(cache.admit(1, 6)) << kAdmitFails;   // slice 0, granules 0 and 1
   ASSERT_TRUE(cache.admit(2, 1)) << kAdmitFails;   // slice 1, granule 0
@@ -150,13 +150,13 @@ TEST(VmFork, TheChildTakesTheSliceWithItsCopySlotMapped) {
 }
 
 TEST(VmFork, AGranuleWhereAnAliasGoesIsReleased) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   ContiguousKVCache cache(memory, 4, kMaxTokens, token_bytes());
   ASSERT_TRUE(cache.admit(1, 8)) << kAdmitFails;  // slice 0
   ASSERT_TRUE(cache.admit(2, 8)) << kAdmitFails;  // slice 1
   const std::size_t under0 = *cache.range().mapped(slot(1, 0)), under1 = *cache.range().mapped(slot(1, 1));
-  fill(cache.data(1), 2 * granule_bytes(), 4);
-  fill(cache.data(2), 2 * granule_bytes(), 5);
+  fill(cache.data(1), 2 * page_bytes(), 4);
+  fill(cache.data(2), 2 * page_bytes(), 5);
   cache.release(2);  // slice 1 idle with two private granules
   ASSERT_TRUE(cache.fork(1, 3)) << kForkFails;
   ASSERT_EQ(cache.slice_of(3), 1u) << "The child fills no slot of its own, so every free slice ties and the "
@@ -167,7 +167,7 @@ TEST(VmFork, AGranuleWhereAnAliasGoesIsReleased) {
       << "released, or its memory is lost for good.";
   EXPECT_EQ(cache.memory().refcount(under1), 0u) << "The same for the granule at slot 1.";
   EXPECT_EQ(cache.memory().num_in_use(), 2u) << "Only the parent's two granules remain in use.";
-  EXPECT_EQ(cache.memory().committed_bytes(), 2 * granule_bytes())
+  EXPECT_EQ(cache.memory().committed_bytes(), 2 * page_bytes())
       << "Released granules give their memory back to the system.";
 }
 
@@ -175,7 +175,7 @@ TEST(VmFork, ReleasingEitherSideKeepsTheOthersKV) {
   for (const int released : {1, 2}) {
     SCOPED_TRACE(released == 1 ? "the parent released first" : "the child released first");
     const int kept = 3 - released;
-    PhysicalMemory memory(granule_bytes(), 16);
+    PhysicalMemory memory(page_bytes(), 16);
     ContiguousKVCache cache(memory, 4, kMaxTokens, token_bytes());
     ASSERT_TRUE(cache.admit(1, 6)) << kAdmitFails;
     fill(cache.data(1), 6 * token_bytes(), 31);
@@ -209,7 +209,7 @@ TEST(VmFork, ReleasingEitherSideKeepsTheOthersKV) {
 
 TEST(VmFork, NoSliceOrNoGranuleChangesNothing) {
   {
-    PhysicalMemory memory(granule_bytes(), 16);
+    PhysicalMemory memory(page_bytes(), 16);
     ContiguousKVCache cache(memory, 2, kMaxTokens, token_bytes());
     ASSERT_TRUE(cache.admit(1, 6)) << kAdmitFails;
     ASSERT_TRUE(cache.admit(2, 6)) << kAdmitFails;
@@ -220,7 +220,7 @@ TEST(VmFork, NoSliceOrNoGranuleChangesNothing) {
     EXPECT_EQ(cache.memory().num_in_use(), 4u) << "A refused fork takes no granule.";
   }
   {
-    PhysicalMemory memory(granule_bytes(), 3);
+    PhysicalMemory memory(page_bytes(), 3);
     ContiguousKVCache cache(memory, 4, kMaxTokens, token_bytes());
     ASSERT_TRUE(cache.admit(1, 6)) << kAdmitFails;
     ASSERT_TRUE(cache.admit(2, 4)) << kAdmitFails;
@@ -238,7 +238,7 @@ TEST(VmFork, NoSliceOrNoGranuleChangesNothing) {
 }
 
 TEST(VmFork, ForkChecksItsIds) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   ContiguousKVCache cache(memory, 4, kMaxTokens, token_bytes());
   ASSERT_TRUE(cache.admit(1, 6)) << kAdmitFails;
   ASSERT_TRUE(cache.admit(2, 3)) << kAdmitFails;

@@ -10,7 +10,7 @@
 //   slice 3: sequence 3, forked from 1: a again (an alias) and its own copy of b, written over
 // so that the sequences do not lie in the lowest slices, one granule is mapped twice and one
 // slice is idle with a granule.
-#include "virtual_memory.hpp"
+#include "vm_under_test.hpp"
 
 #include <array>
 #include <cstddef>
@@ -24,12 +24,12 @@
 
 namespace stage5_sleep {
 
-using alloclab::ContiguousKVCache;
-using alloclab::PhysicalMemory;
+using alloclab::test::vm::ContiguousKVCache;
+using alloclab::test::vm::PhysicalMemory;
 using alloclab::test::vm::fill;
 using alloclab::test::vm::first_changed;
 using alloclab::test::vm::first_nonzero;
-using alloclab::test::vm::granule_bytes;
+using alloclab::test::vm::page_bytes;
 using alloclab::test::vm::kMaxTokens;
 using alloclab::test::vm::kSliceGranules;
 using alloclab::test::vm::slot;
@@ -44,9 +44,9 @@ constexpr std::uint64_t kSeedA = 1, kSeedB = 2, kSeedC = 3, kSeedCopy = 4;
 struct Scene {
   PhysicalMemory memory;
   ContiguousKVCache cache;
-  explicit Scene(std::size_t granules = 16) : memory(granule_bytes(), granules), cache(memory, 4, kMaxTokens, token_bytes()) {
+  explicit Scene(std::size_t granules = 16) : memory(page_bytes(), granules), cache(memory, 4, kMaxTokens, token_bytes()) {
     const char* setup = "The scene's admit, fork and release must succeed (stages 3 and 4).";
-    const std::size_t g = granule_bytes();
+    const std::size_t g = page_bytes();
     if (!cache.admit(1, 6) || !cache.admit(2, 3) || !cache.admit(9, 4)) throw std::runtime_error(setup);
     fill(cache.data(1), g, kSeedA);
     fill(cache.data(1) + g, g, kSeedB);
@@ -118,7 +118,7 @@ TEST(VmSleep, AddressesSurviveSleep) {
   for (std::size_t k = 0; k < kSequences.size(); ++k) {
     const RequestId r = kSequences[k];
     for (std::size_t p = 0; p < tokens[k].size(); ++p) {
-      const auto at = static_cast<std::size_t>(tokens[k][p] - s.cache.range().base()) / granule_bytes();
+      const auto at = static_cast<std::size_t>(tokens[k][p] - s.cache.range().base()) / page_bytes();
       ASSERT_TRUE(s.cache.range().mapped(at).has_value())
           << "Token " << p << " of sequence " << r << " lies in slot " << at << ", unmapped after wake: the graph "
           << "captured before sleep would fault on its first step.";
@@ -137,7 +137,7 @@ TEST(VmSleep, KeptSequencesAreRestoredAndTheRestReadZeros) {
   s.cache.sleep(keep);
   ASSERT_TRUE(s.cache.wake()) << "wake must succeed when memory holds every granule slept.";
   for (const RequestId r : kSequences) ASSERT_TRUE(mapped_where_it_was(s.cache, r));
-  const std::size_t g = granule_bytes();
+  const std::size_t g = page_bytes();
   for (const RequestId r : keep)
     for (std::size_t i = 0; i < Scene::granules(r); ++i) {
       const std::size_t at = first_changed(s.cache.data(r) + i * g, g, Scene::seed(r, i));
@@ -188,7 +188,7 @@ TEST(VmSleep, IdleSlicesWakeUnmapped) {
   EXPECT_EQ(s.cache.mapped_granules(), 5u) << "The held slices' five slots are mapped again, and no other.";
   ASSERT_TRUE(s.cache.admit(4, 8)) << "After wake the cache admits as before.";
   EXPECT_EQ(s.cache.slice_of(4), 2u) << "The only free slice.";
-  EXPECT_EQ(first_nonzero(s.cache.data(4), 2 * granule_bytes()), 2 * granule_bytes())
+  EXPECT_EQ(first_nonzero(s.cache.data(4), 2 * page_bytes()), 2 * page_bytes())
       << "A sequence admitted after wake reads zeros.";
 }
 
@@ -231,7 +231,7 @@ TEST(VmSleep, WakeWithoutTheGranulesStaysAsleep) {
   for (const RequestId r : kSequences) {
     ASSERT_TRUE(mapped_where_it_was(s.cache, r));
     for (std::size_t i = 0; i < Scene::granules(r); ++i)
-      EXPECT_EQ(first_changed(s.cache.data(r) + i * granule_bytes(), granule_bytes(), Scene::seed(r, i)), granule_bytes())
+      EXPECT_EQ(first_changed(s.cache.data(r) + i * page_bytes(), page_bytes(), Scene::seed(r, i)), page_bytes())
           << "After a refused wake, the next wake must still restore every kept sequence (granule " << i << " of "
           << r << " differs).";
   }
@@ -248,8 +248,8 @@ TEST(VmSleep, SleepAndWakeTwice) {
     for (const RequestId r : kSequences) {
       ASSERT_TRUE(mapped_where_it_was(s.cache, r));
       for (std::size_t i = 0; i < Scene::granules(r); ++i)
-        EXPECT_EQ(first_changed(s.cache.data(r) + i * granule_bytes(), granule_bytes(), Scene::seed(r, i)),
-                  granule_bytes())
+        EXPECT_EQ(first_changed(s.cache.data(r) + i * page_bytes(), page_bytes(), Scene::seed(r, i)),
+                  page_bytes())
             << "Granule " << i << " of kept sequence " << r << " is not restored.";
     }
     EXPECT_EQ(s.memory.num_in_use(), 4u);
@@ -257,7 +257,7 @@ TEST(VmSleep, SleepAndWakeTwice) {
   ASSERT_TRUE(s.cache.grow(1, 9)) << "After wake, a sequence grows as before.";
   ASSERT_TRUE(s.cache.fork(2, 5)) << "After wake, a sequence forks as before.";
   s.cache.release(3);
-  EXPECT_EQ(first_changed(s.cache.data(1), granule_bytes(), kSeedA), granule_bytes())
+  EXPECT_EQ(first_changed(s.cache.data(1), page_bytes(), kSeedA), page_bytes())
       << "Releasing sequence 3 after wake must leave the granule it shared with 1 to 1.";
 }
 

@@ -5,7 +5,7 @@
 //
 // Physical memory is not shared between threads: a test reads it only once the reserve has
 // settled (the thread idle) or is destroyed.
-#include "virtual_memory.hpp"
+#include "vm_under_test.hpp"
 
 #include <array>
 #include <atomic>
@@ -25,11 +25,11 @@
 
 namespace stage6_page_reserve {
 
-using alloclab::PageReserve;
-using alloclab::PhysicalMemory;
+using alloclab::test::vm::PageReserve;
+using alloclab::test::vm::PhysicalMemory;
 using alloclab::test::vm::fill;
 using alloclab::test::vm::first_changed;
-using alloclab::test::vm::granule_bytes;
+using alloclab::test::vm::page_bytes;
 
 // The pages `acquire` hands out, `count` of them, each expected.
 std::vector<std::size_t> acquire(PageReserve& r, std::size_t count) {
@@ -43,20 +43,20 @@ std::vector<std::size_t> acquire(PageReserve& r, std::size_t count) {
 }
 
 TEST(VmPageReserve, TheThreadMapsAheadUpToHigh) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   PageReserve r(memory, 8, 2, 4);
   r.settle();
   EXPECT_EQ(r.ready(), 4u) << "Started with nothing mapped, the thread maps pages until `high` (4) are ready.";
   EXPECT_EQ(r.in_use(), 0u);
   EXPECT_EQ(r.slow_maps(), 0u) << "Nobody called acquire: nothing was mapped on the hot path.";
   EXPECT_EQ(memory.num_in_use(), 4u) << "Each ready page holds a granule of its own.";
-  EXPECT_EQ(memory.committed_bytes(), 4 * granule_bytes())
+  EXPECT_EQ(memory.committed_bytes(), 4 * page_bytes())
       << "A ready page is touched ahead, so that its memory is committed: otherwise the first write on the hot "
       << "path pays the page faults, which cost more than the map itself.";
 }
 
 TEST(VmPageReserve, TheThreadRefillsOnceFewerThanLowAreReady) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   PageReserve r(memory, 8, 2, 4);
   r.settle();
   const auto held = acquire(r, 2);
@@ -75,7 +75,7 @@ TEST(VmPageReserve, TheThreadRefillsOnceFewerThanLowAreReady) {
 }
 
 TEST(VmPageReserve, TheThreadUnmapsDownToHighAfterGiveBacks) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   PageReserve r(memory, 8, 2, 4);
   r.settle();
   const auto held = acquire(r, 3);
@@ -88,11 +88,11 @@ TEST(VmPageReserve, TheThreadUnmapsDownToHighAfterGiveBacks) {
       << "burst took goes back to the system instead of staying mapped for good.";
   EXPECT_EQ(r.in_use(), 0u);
   EXPECT_EQ(memory.num_in_use(), 4u) << "Pages unmapped give their granules back.";
-  EXPECT_EQ(memory.committed_bytes(), 4 * granule_bytes()) << "Granules given back return their memory.";
+  EXPECT_EQ(memory.committed_bytes(), 4 * page_bytes()) << "Granules given back return their memory.";
 }
 
 TEST(VmPageReserve, AcquireTakesAReadyPageWithoutMapping) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   std::mutex m;
   std::vector<std::thread::id> mappers;
   PageReserve r(memory, 8, 1, 4, [&](std::size_t) {
@@ -114,7 +114,7 @@ TEST(VmPageReserve, AcquireTakesAReadyPageWithoutMapping) {
 }
 
 TEST(VmPageReserve, PagesAreDistinctAndWritable) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   PageReserve r(memory, 8, 2, 4);
   r.settle();
   const auto pages = acquire(r, 8);
@@ -132,7 +132,7 @@ TEST(VmPageReserve, PagesAreDistinctAndWritable) {
 }
 
 TEST(VmPageReserve, AcquireMapsItselfWhenNoneIsReady) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   PageReserve r(memory, 4, 0, 1);  // low 0: the thread maps one page at the start and never refills
   r.settle();
   const auto first = r.acquire();
@@ -151,7 +151,7 @@ TEST(VmPageReserve, AcquireMapsItselfWhenNoneIsReady) {
 }
 
 TEST(VmPageReserve, AcquireFailsWhenMemoryIsExhausted) {
-  PhysicalMemory memory(granule_bytes(), 3);
+  PhysicalMemory memory(page_bytes(), 3);
   PageReserve r(memory, 8, 2, 4);
   r.settle();
   EXPECT_EQ(r.ready(), 3u) << "Memory holds three granules: the thread maps three pages and stops (settle returns).";
@@ -169,7 +169,7 @@ TEST(VmPageReserve, AcquireFailsWhenMemoryIsExhausted) {
 }
 
 TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   struct Gate {
     std::mutex m;
     std::condition_variable cv;
@@ -212,7 +212,7 @@ TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
 }
 
 TEST(VmPageReserve, TwoThreadsAcquireAndGiveBackWhileTheReserveRefills) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   PageReserve r(memory, 8, 1, 3);
   std::array<std::atomic<int>, 8> owner{};
   for (auto& o : owner) o.store(-1);
@@ -254,7 +254,7 @@ TEST(VmPageReserve, TwoThreadsAcquireAndGiveBackWhileTheReserveRefills) {
 }
 
 TEST(VmPageReserve, TheDestructorJoinsTheThreadAndGivesBackEveryPage) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   {
     PageReserve r(memory, 8, 2, 4);
     r.settle();
@@ -283,7 +283,7 @@ TEST(VmPageReserve, TheDestructorJoinsTheThreadAndGivesBackEveryPage) {
 }
 
 TEST(VmPageReserve, MarksAndPagesAreChecked) {
-  PhysicalMemory memory(granule_bytes(), 16);
+  PhysicalMemory memory(page_bytes(), 16);
   EXPECT_THROW(PageReserve(memory, 8, 5, 4), std::invalid_argument) << "low above high is the caller's mistake.";
   EXPECT_THROW(PageReserve(memory, 8, 0, 0), std::invalid_argument) << "high 0 maps nothing ahead: a mistake.";
   EXPECT_THROW(PageReserve(memory, 8, 2, 9), std::invalid_argument) << "high above the pages cannot be reached.";
