@@ -49,14 +49,17 @@ TEST(VmFork, FullGranulesAreMappedInBothSlices) {
   ASSERT_TRUE(cache.admit(1, 8)) << kAdmitFails;
   fill(cache.data(1), 8 * token_bytes(), 1);
   ASSERT_TRUE(cache.fork(1, 2)) << kForkFails;
-  ASSERT_NE(cache.slice_of(2), cache.slice_of(1)) << "The child gets a slice of its own: its KV has an address of its own.";
+  ASSERT_NE(cache.slice_of(2), cache.slice_of(1))
+      << "The child gets a slice of its own: its KV has an address of its own.";
   EXPECT_EQ(cache.num_tokens(2), 8u) << "The child starts with its parent's tokens.";
   for (std::size_t i = 0; i < 2; ++i) {
     const auto parent = granule_at(cache, 1, i), child = granule_at(cache, 2, i);
-    ASSERT_TRUE(child.has_value()) << "Granule " << i << " of the child's slice is unmapped after fork: the child "
-                                   << "could not read the KV of the prompt it shares with its parent.";
-    EXPECT_EQ(child, parent) << "Granule " << i << " of the parent is full: the child's slice maps that same "
-                             << "granule (an alias), so that a fork of a long prompt costs no memory and no copy.";
+    ASSERT_TRUE(child.has_value()) << "Granule " << i
+        << " of the child's slice is unmapped after fork: the child could not read the KV of the prompt it shares with "
+        << "its parent.";
+    EXPECT_EQ(child, parent) << "Granule " << i
+        << " of the parent is full: the child's slice maps that same granule (an alias), so that a fork of a long "
+        << "prompt costs no memory and no copy.";
     if (parent) {
       expect_references(memory, *parent, 2,
                         "A granule mapped in two slices holds one reference per slice, so that releasing one side "
@@ -131,8 +134,9 @@ TEST(VmFork, TheChildTakesTheSliceWithItsCopySlotMapped) {
   ASSERT_TRUE(cache.admit(1, 6)) << kAdmitFails;   // slice 0, granules 0 and 1
   ASSERT_TRUE(cache.admit(2, 1)) << kAdmitFails;   // slice 1, granule 0
   ASSERT_TRUE(cache.fork(1, 3)) << kForkFails;     // slice 2: an alias at 0, a copy at 1
-  ASSERT_EQ(cache.slice_of(3), 2u) << "With slices 1 to 3 free and none mapped where the child copies its "
-                                   << "partly filled granule, the lowest free slice, 2, is the child's.";
+  ASSERT_EQ(cache.slice_of(3), 2u)
+      << "With slices 1 to 3 free and none mapped where the child copies its partly filled granule, the lowest free "
+      << "slice, 2, is the child's.";
   cache.release(3);  // slice 2 idle: its alias unmapped, its copy kept
   cache.release(2);  // slice 1 idle: granule 0 kept
   ASSERT_EQ(cache.range().mapped(slot(2, 0)), std::nullopt)
@@ -145,8 +149,11 @@ TEST(VmFork, TheChildTakesTheSliceWithItsCopySlotMapped) {
       << "The child fills only its partly filled granule's slot (1) with a granule of its own: slice 2 has it "
       << "mapped, slice 1 has only slot 0, which an alias replaces anyway. Choosing by every slot the child "
       << "needs, as admit does, wastes the one granule that could be reused.";
-  EXPECT_EQ(cache.range().mapped(slot(2, 1)), kept) << "The idle slice's granule at the copy's slot is reused.";
-  EXPECT_EQ(cache.memory().num_in_use(), in_use) << "Reusing the idle granule takes no new one.";
+  EXPECT_EQ(cache.range().mapped(slot(2, 1)), kept)
+      << "The idle slice's granule at the copy's slot is reused: a new one would cost a zero-fill, and the idle one "
+      << "would be given back unused.";
+  EXPECT_EQ(cache.memory().num_in_use(), in_use)
+      << "Reusing the idle granule takes no new one: memory is what bounds the batch.";
 }
 
 TEST(VmFork, AGranuleWhereAnAliasGoesIsReleased) {
@@ -159,8 +166,8 @@ TEST(VmFork, AGranuleWhereAnAliasGoesIsReleased) {
   fill(cache.data(2), 2 * page_bytes(), 5);
   cache.release(2);  // slice 1 idle with two private granules
   ASSERT_TRUE(cache.fork(1, 3)) << kForkFails;
-  ASSERT_EQ(cache.slice_of(3), 1u) << "The child fills no slot of its own, so every free slice ties and the "
-                                   << "lowest, 1, is the child's.";
+  ASSERT_EQ(cache.slice_of(3), 1u)
+      << "The child fills no slot of its own, so every free slice ties and the lowest, 1, is the child's.";
   EXPECT_EQ(granule_at(cache, 3, 0), granule_at(cache, 1, 0)) << "The child maps the parent's full granules.";
   EXPECT_EQ(cache.memory().refcount(under0), 0u)
       << "The idle slice's granule at slot 0, replaced by an alias, is no longer mapped anywhere: it must be "
@@ -200,8 +207,8 @@ TEST(VmFork, ReleasingEitherSideKeepsTheOthersKV) {
     fill(cache.data(3), 8 * token_bytes(), 33);
     fill(cache.data(4), 8 * token_bytes(), 34);
     const std::size_t at = first_changed(cache.data(kept), 6 * token_bytes(), 31);
-    EXPECT_EQ(at, 6 * token_bytes()) << "The kept sequence's " << where(at) << " was overwritten by a sequence "
-                                     << "admitted after the release: its KV was still mapped in the idle slice.";
+    EXPECT_EQ(at, 6 * token_bytes()) << "The kept sequence's " << where(at)
+        << " was overwritten by a sequence admitted after the release: its KV was still mapped in the idle slice.";
     EXPECT_EQ(first_changed(cache.data(kept) + 6 * token_bytes(), token_bytes(), 32), token_bytes())
         << "The kept sequence's seventh token was overwritten.";
   }
@@ -213,10 +220,13 @@ TEST(VmFork, NoSliceOrNoGranuleChangesNothing) {
     ContiguousKVCache cache(memory, 2, kMaxTokens, token_bytes());
     ASSERT_TRUE(cache.admit(1, 6)) << kAdmitFails;
     ASSERT_TRUE(cache.admit(2, 6)) << kAdmitFails;
-    EXPECT_FALSE(cache.fork(1, 3)) << "Every slice is held: fork has nowhere to put the child.";
-    EXPECT_EQ(cache.num_sequences(), 2u) << "A refused fork admits nothing.";
+    EXPECT_FALSE(cache.fork(1, 3))
+        << "Every slice is held: fork has nowhere to put the child, and says so, for the engine to retry it later.";
+    EXPECT_EQ(cache.num_sequences(), 2u)
+        << "A refused fork admits nothing: a half-made child is a sequence the engine never scheduled.";
     EXPECT_THROW((void)cache.num_tokens(3), std::invalid_argument) << "A refused fork leaves the child unknown.";
-    EXPECT_EQ(cache.memory().refcount(*granule_at(cache, 1, 0)), 1u) << "A refused fork takes no reference.";
+    EXPECT_EQ(cache.memory().refcount(*granule_at(cache, 1, 0)), 1u)
+        << "A refused fork takes no reference: one taken and never given back pins the granule for good.";
     EXPECT_EQ(cache.memory().num_in_use(), 4u) << "A refused fork takes no granule.";
   }
   {
@@ -224,8 +234,9 @@ TEST(VmFork, NoSliceOrNoGranuleChangesNothing) {
     ContiguousKVCache cache(memory, 4, kMaxTokens, token_bytes());
     ASSERT_TRUE(cache.admit(1, 6)) << kAdmitFails;
     ASSERT_TRUE(cache.admit(2, 4)) << kAdmitFails;
-    EXPECT_FALSE(cache.fork(1, 3)) << "Every granule is in use and no slice is idle: the child's copy of the "
-                                   << "partly filled granule cannot be had.";
+    EXPECT_FALSE(cache.fork(1, 3))
+        << "Every granule is in use and no slice is idle: the child's copy of the partly filled granule cannot be "
+        << "had.";
     EXPECT_EQ(cache.num_sequences(), 2u) << "A refused fork admits nothing.";
     EXPECT_THROW((void)cache.num_tokens(3), std::invalid_argument) << "A refused fork leaves the child unknown.";
     EXPECT_EQ(cache.memory().refcount(*granule_at(cache, 1, 0)), 1u)

@@ -105,7 +105,8 @@ TEST(VmSleep, AddressesSurviveSleep) {
   }
   s.cache.sleep(kSequences);
   for (std::size_t k = 0; k < kSequences.size(); ++k)
-    EXPECT_EQ(s.cache.data(kSequences[k]), starts[k]) << "data(" << kSequences[k] << ") moved while asleep.";
+    EXPECT_EQ(s.cache.data(kSequences[k]), starts[k]) << "data(" << kSequences[k]
+        << ") moved while asleep: the engine and its captured graphs hold that address across sleep.";
   ASSERT_TRUE(s.cache.wake()) << "wake must succeed when memory holds every granule slept.";
   for (std::size_t k = 0; k < kSequences.size(); ++k) {
     const RequestId r = kSequences[k];

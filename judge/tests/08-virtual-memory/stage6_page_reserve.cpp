@@ -145,7 +145,8 @@ TEST(VmPageReserve, AcquireMapsItselfWhenNoneIsReady) {
   EXPECT_NE(*second, *first) << "The slow path maps an unused page, not one in use.";
   EXPECT_EQ(r.slow_maps(), 1u) << "slow_maps counts the pages acquire mapped itself.";
   fill(r.address(*second), r.page_bytes(), 9);
-  EXPECT_EQ(first_changed(r.address(*second), r.page_bytes(), 9), r.page_bytes()) << "The slow path's page is writable.";
+  EXPECT_EQ(first_changed(r.address(*second), r.page_bytes(), 9), r.page_bytes())
+      << "The slow path's page is writable.";
   r.settle();
   EXPECT_EQ(r.in_use(), 2u);
 }
@@ -244,8 +245,9 @@ TEST(VmPageReserve, TwoThreadsAcquireAndGiveBackWhileTheReserveRefills) {
   work(0);
   other.join();
   for (const auto& f : failure)
-    EXPECT_EQ(f, "") << "Two threads acquiring and giving back pages while the reserve maps and unmaps: each page "
-                     << "must belong to one caller at a time, or two sequences' KV overlap.";
+    EXPECT_EQ(f, "")
+        << "Two threads acquiring and giving back pages while the reserve maps and unmaps: each page must belong to "
+        << "one caller at a time, or two sequences' KV overlap.";
   r.settle();
   EXPECT_EQ(r.in_use(), 0u) << "Every page was given back.";
   EXPECT_GE(r.ready(), 1u) << "Settled, the reserve keeps at least `low` pages ready.";
@@ -278,8 +280,8 @@ TEST(VmPageReserve, TheDestructorJoinsTheThreadAndGivesBackEveryPage) {
     std::unique_lock lock(m);
     cv.wait(lock, [&] { return mapping; });
   }  // destroyed while the thread maps
-  EXPECT_EQ(memory.num_in_use(), 0u) << "A reserve destroyed while its thread maps must join it, then give back "
-                                     << "every page it mapped.";
+  EXPECT_EQ(memory.num_in_use(), 0u)
+      << "A reserve destroyed while its thread maps must join it, then give back every page it mapped.";
 }
 
 TEST(VmPageReserve, MarksAndPagesAreChecked) {
