@@ -354,8 +354,9 @@ class SegmentAllocator {
     return segment_.base() + offset;
   }
 
-  /// Gives back a block `allocate` returned; its granules stay mapped.
+  /// Gives back a block `allocate` returned; its granules stay mapped. nullptr does nothing.
   void deallocate(std::byte* p) {
+    if (p == nullptr) return;
     const auto it = p < segment_.base() ? used_.end() : used_.find(static_cast<std::size_t>(p - segment_.base()));
     if (it == used_.end()) throw std::invalid_argument("SegmentAllocator::deallocate: not a live block of this segment");
     std::size_t offset = it->first, size = it->second;
