@@ -792,7 +792,9 @@ class PageReserve {
     --in_use_;
     ready_.push_back(page);
     exhausted_ = false;
-    if (ready_.size() > high_) wake_.notify_all();
+    // The thread has work above `high`, and again once a give-back clears exhaustion: unwoken,
+    // it would leave that work undone and settle waiting for it forever.
+    if (work()) wake_.notify_all();
   }
 
   /// Blocks until the thread has nothing left to do: between the marks, or unable to map more.
