@@ -162,7 +162,10 @@ TEST(VmPageReserve, AcquireFailsWhenMemoryIsExhausted) {
       << "No page is ready and memory has no granule: acquire returns std::nullopt, and the engine preempts.";
   EXPECT_EQ(r.in_use(), 3u) << "A failed acquire changes nothing.";
   EXPECT_EQ(r.slow_maps(), 0u) << "A failed map is not a page mapped.";
+  r.settle();
   r.give_back(pages[0]);
+  r.settle();  // a page given back lets the thread try to map again, and settle waits for that try
+  EXPECT_EQ(r.ready(), 1u) << "The page given back is ready; memory still has no granule for another.";
   const auto again = r.acquire();
   EXPECT_TRUE(again.has_value()) << "A page given back is ready again.";
   r.settle();
