@@ -211,8 +211,9 @@ TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
   }
   EXPECT_FALSE(timed_out)
       << "acquire and give_back could not finish in 5 s while the thread was about to map page 1: the thread "
-      << "maps while holding the lock the hot path needs. A map and its page faults take microseconds to "
-      << "milliseconds; every step of the engine would wait for them, which is what mapping ahead exists to avoid.";
+      << "maps while holding the lock the hot path needs (before_map runs right before the map, with no lock "
+      << "held). A map and its page faults take microseconds to milliseconds; every step of the engine would wait "
+      << "for them, which is what mapping ahead exists to avoid.";
 }
 
 TEST(VmPageReserve, TwoThreadsAcquireAndGiveBackWhileTheReserveRefills) {
