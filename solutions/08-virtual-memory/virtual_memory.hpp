@@ -431,8 +431,9 @@ class SegmentAllocator {
 /// - Release unmaps a granule another slice still maps (the idle slice's next sequence would
 ///   write into another's KV) and keeps only private ones.
 /// - Sleep gives back every granule, keeping every address; wake maps new granules at the same
-///   slots, one per granule that was mapped (aliases shared again), with the contents of the
-///   granules the kept sequences need copied back and zeros elsewhere. Idle slices wake unmapped.
+///   slots, one per granule that was mapped (aliases shared again), created in the order of the
+///   lowest slot that mapped each, with the contents of the granules the kept sequences need
+///   copied back and zeros elsewhere. Idle slices wake unmapped.
 ///
 /// Errors: an unknown id, an id admitted twice, a length over `max_tokens` or shrinking throws
 /// std::invalid_argument; a call other than an observer while asleep, or sleep while asleep and
@@ -495,7 +496,9 @@ class ContiguousKVCache {
     const std::size_t need = granules_for(p.tokens), full = p.tokens * token_bytes_ / granule();
     const auto slice = free_slice(full, need);
     if (!slice) return false;
-    if (!can_fill(*slice, full, need)) return false;
+    // The granules the child's slice maps where aliases go are private (the slice is idle) and
+    // released before the partly filled slot is filled: they count as free.
+    if (!can_fill(*slice, full, need, mapped_among(*slice, 0, full))) return false;
     seqs_.emplace(child, Seq{*slice, p.tokens});
     take(*slice, child);
     for (std::size_t i = 0; i < full; ++i) {
@@ -546,15 +549,15 @@ class ContiguousKVCache {
     // Everything that allocates comes first, so that a std::bad_alloc changes nothing.
     std::vector<Asleep> plan;
     std::unordered_map<std::size_t, std::size_t> plan_of;  // granule -> index in plan
-    for (const auto& [r, s] : seqs_)
-      for (std::size_t i = 0; i < slice_granules_; ++i) {
-        const std::size_t at = slot(s.slice, i);
-        const auto g = range_.mapped(at);
-        if (!g) continue;
-        auto [it, inserted] = plan_of.try_emplace(*g, plan.size());
-        if (inserted) plan.push_back({});
-        plan[it->second].slots.push_back(at);
-      }
+    // In address order, not the map's: wake creates the granules in the plan's order, and the
+    // contract says which granule lands where.
+    for (std::size_t at = 0; at < range_.slots(); ++at) {
+      const auto g = range_.mapped(at);
+      if (!g || !holder_[at / slice_granules_]) continue;
+      auto [it, inserted] = plan_of.try_emplace(*g, plan.size());
+      if (inserted) plan.push_back({});
+      plan[it->second].slots.push_back(at);
+    }
     for (const RequestId r : keep) {
       const Seq& s = seqs_.at(r);
       for (std::size_t i = 0; i < granules_for(s.tokens); ++i) {
@@ -673,15 +676,16 @@ class ContiguousKVCache {
     return best;
   }
   // Whether slots [from, to) of `slice` can all be mapped: one granule for each unmapped slot,
-  // from free memory or from the other idle slices.
-  bool can_fill(std::size_t slice, std::size_t from, std::size_t to) const {
+  // from free memory, from the `freed` granules the call releases first, or from the other idle
+  // slices.
+  bool can_fill(std::size_t slice, std::size_t from, std::size_t to, std::size_t freed = 0) const {
     std::size_t lacking = 0;
     for (std::size_t i = from; i < to; ++i) lacking += !range_.mapped(slot(slice, i)).has_value();
-    if (lacking <= memory_.num_free()) return true;
+    if (lacking <= memory_.num_free() + freed) return true;
     std::size_t reclaimable = 0;
     for (const std::size_t idle : idle_)
       if (idle != slice) reclaimable += mapped_among(idle, 0, slice_granules_);
-    return lacking <= memory_.num_free() + reclaimable;
+    return lacking <= memory_.num_free() + freed + reclaimable;
   }
   void fill(std::size_t slice, std::size_t from, std::size_t to) {
     for (std::size_t i = from; i < to; ++i) {
@@ -751,10 +755,18 @@ class PageReserve {
   PageReserve(const PageReserve&) = delete;
   PageReserve& operator=(const PageReserve&) = delete;
 
-  /// A mapped page for the caller alone: a ready one if any, else one mapped now; std::nullopt
-  /// when every page is in use or physical memory is exhausted.
+  /// A mapped page for the caller alone: a ready one if any, else one mapped now (waiting, when
+  /// every other page is in use, for the one being mapped); std::nullopt when every page is in
+  /// use or physical memory is exhausted.
   [[nodiscard]] std::optional<std::size_t> acquire() {
     std::unique_lock lock(mutex_);
+    // With no page ready and none unmapped, a busy page is one the thread (or another caller) is
+    // mapping or unmapping: it is ready or unmapped in a moment, so the caller waits for it
+    // rather than fail while a page is to be had.
+    settled_.wait(lock, [this] {
+      return !ready_.empty() || std::find(state_.begin(), state_.end(), State::busy) == state_.end() ||
+             std::find(state_.begin(), state_.end(), State::unmapped) != state_.end();
+    });
     if (!ready_.empty()) {
       const std::size_t page = ready_.back();
       ready_.pop_back();
@@ -789,7 +801,9 @@ class PageReserve {
     --in_use_;
     ready_.push_back(page);
     exhausted_ = false;
-    if (ready_.size() > high_) wake_.notify_all();
+    // The thread has work above `high`, and again once a give-back clears exhaustion: unwoken,
+    // it would leave that work undone and settle waiting for it forever.
+    if (work()) wake_.notify_all();
   }
 
   /// Blocks until the thread has nothing left to do: between the marks, or unable to map more.
@@ -886,6 +900,7 @@ class PageReserve {
         }
       }
       busy_ = false;
+      settled_.notify_all();  // an acquire may wait for this page
     }
   }
 
@@ -894,7 +909,7 @@ class PageReserve {
   mutable std::mutex mutex_;      // the lists and states below
   std::mutex memory_mutex_;       // the range's and the memory's bookkeeping, never held with mutex_ by the hot path
   std::condition_variable wake_;  // the thread has work
-  std::condition_variable settled_;
+  std::condition_variable settled_;  // a busy page settled, or the thread has nothing left to do
   std::vector<State> state_;
   std::vector<std::size_t> ready_;
   std::size_t in_use_ = 0, slow_maps_ = 0;

@@ -1,26 +1,303 @@
-// Stage 6: pages mapped ahead by a background thread.
+// Stage 6 — pages mapped ahead: a thread keeps between `low` and `high` pages mapped, committed
+// and ready, so that acquire on the hot path is a pop from a list, as kvcached's reserve pool
+// does. Run under ThreadSanitizer. No test waits for a time to pass: each waits for settle(), or
+// for a hook it controls, and the one bounded wait (5 s) is a deadlock detector.
+//
+// Physical memory is not shared between threads: a test reads it only once the reserve has
+// settled (the thread idle) or is destroyed.
 #include "vm_under_test.hpp"
 
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "alloclab_test.hpp"
-#include "vm_test_support.hpp"
+#include "fork_test_support.hpp"
 
 namespace stage6_page_reserve {
 
 using alloclab::test::vm::PageReserve;
-using alloclab::test::vm::page_bytes;
 using alloclab::test::vm::PhysicalMemory;
+using alloclab::test::vm::fill;
+using alloclab::test::vm::first_changed;
+using alloclab::test::vm::page_bytes;
 
-TEST(VmPageReserve, TheThreadFillsTheReserveToHigh) {
-  PhysicalMemory memory(page_bytes(), 8);
-  PageReserve reserve(memory, 8, 2, 4);
-  reserve.settle();
-  EXPECT_EQ(reserve.ready(), 4u) << "Once settled, a new reserve has `high` pages mapped and ready.";
-  const auto page = reserve.acquire();
-  ASSERT_TRUE(page.has_value()) << "acquire() with ready pages must return one.";
-  ASSERT_NE(reserve.address(*page), nullptr) << "address(page) must be the page's first byte.";
-  reserve.address(*page)[0] = std::byte{1};
-  EXPECT_EQ(reserve.slow_maps(), 0u) << "A ready page costs acquire() no map of its own.";
-  reserve.give_back(*page);
+// The pages `acquire` hands out, `count` of them, each expected.
+std::vector<std::size_t> acquire(PageReserve& r, std::size_t count) {
+  std::vector<std::size_t> pages;
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto p = r.acquire();
+    EXPECT_TRUE(p.has_value()) << "acquire must succeed while a page is unused and memory has a granule.";
+    if (p) pages.push_back(*p);
+  }
+  return pages;
+}
+
+TEST(VmPageReserve, TheThreadMapsAheadUpToHigh) {
+  PhysicalMemory memory(page_bytes(), 16);
+  PageReserve r(memory, 8, 2, 4);
+  r.settle();
+  EXPECT_EQ(r.ready(), 4u) << "Started with nothing mapped, the thread maps pages until `high` (4) are ready.";
+  EXPECT_EQ(r.in_use(), 0u);
+  EXPECT_EQ(r.slow_maps(), 0u) << "Nobody called acquire: nothing was mapped on the hot path.";
+  EXPECT_EQ(memory.num_in_use(), 4u) << "Each ready page holds a granule of its own.";
+  EXPECT_EQ(memory.committed_bytes(), 4 * page_bytes())
+      << "A ready page is touched ahead, so that its memory is committed: otherwise the first write on the hot "
+      << "path pays the page faults, which cost more than the map itself.";
+}
+
+TEST(VmPageReserve, TheThreadRefillsOnceFewerThanLowAreReady) {
+  PhysicalMemory memory(page_bytes(), 16);
+  PageReserve r(memory, 8, 2, 4);
+  r.settle();
+  const auto held = acquire(r, 2);
+  r.settle();
+  EXPECT_EQ(r.slow_maps(), 0u) << "Four pages were ready, yet acquire mapped pages itself instead of taking them.";
+  EXPECT_EQ(r.ready(), 2u)
+      << "Two pages ready is not fewer than `low` (2): the thread waits. Refilling after every acquire makes the "
+      << "thread map (and compete for the cores and the address space's lock) on every step.";
+  EXPECT_EQ(memory.num_in_use(), 4u);
+  const auto third = acquire(r, 1);
+  r.settle();
+  EXPECT_EQ(r.ready(), 4u) << "One page ready is fewer than `low`: the thread refills up to `high`, 4.";
+  EXPECT_EQ(r.in_use(), 3u);
+  EXPECT_EQ(r.slow_maps(), 0u) << "Every acquire found a page ready.";
+  EXPECT_EQ(memory.num_in_use(), 7u);
+}
+
+TEST(VmPageReserve, TheThreadUnmapsDownToHighAfterGiveBacks) {
+  PhysicalMemory memory(page_bytes(), 16);
+  PageReserve r(memory, 8, 2, 4);
+  r.settle();
+  const auto held = acquire(r, 3);
+  r.settle();
+  ASSERT_EQ(r.ready(), 4u) << "The thread refills to `high` once fewer than `low` are ready.";
+  for (const std::size_t p : held) r.give_back(p);
+  r.settle();
+  EXPECT_EQ(r.ready(), 4u)
+      << "Seven pages were ready after three give-backs: the thread unmaps down to `high` (4), so that memory a "
+      << "burst took goes back to the system instead of staying mapped for good.";
+  EXPECT_EQ(r.in_use(), 0u);
+  EXPECT_EQ(memory.num_in_use(), 4u) << "Pages unmapped give their granules back.";
+  EXPECT_EQ(memory.committed_bytes(), 4 * page_bytes()) << "Granules given back return their memory.";
+}
+
+TEST(VmPageReserve, AcquireTakesAReadyPageWithoutMapping) {
+  PhysicalMemory memory(page_bytes(), 16);
+  std::mutex m;
+  std::vector<std::thread::id> mappers;
+  PageReserve r(memory, 8, 1, 4, [&](std::size_t) {
+    std::lock_guard lock(m);
+    mappers.push_back(std::this_thread::get_id());
+  });
+  r.settle();
+  const auto page = r.acquire();
+  ASSERT_TRUE(page.has_value()) << "Four pages are ready: acquire must return one.";
+  r.settle();
+  EXPECT_EQ(r.slow_maps(), 0u) << "A page was ready, yet acquire mapped one itself.";
+  std::lock_guard lock(m);
+  for (const auto id : mappers)
+    EXPECT_NE(id, std::this_thread::get_id())
+        << "before_map ran on the thread that called acquire while pages were ready: acquire maps instead of "
+        << "popping a ready page, and the step on the hot path waits for mmap and the page faults, the very "
+        << "cost the reserve exists to hide.";
+  EXPECT_EQ(mappers.size(), 4u) << "The thread mapped the four pages ahead, and nothing more (3 ready >= low).";
+}
+
+TEST(VmPageReserve, PagesAreDistinctAndWritable) {
+  PhysicalMemory memory(page_bytes(), 16);
+  PageReserve r(memory, 8, 2, 4);
+  r.settle();
+  const auto pages = acquire(r, 8);
+  ASSERT_EQ(pages.size(), 8u);
+  EXPECT_EQ(std::set<std::size_t>(pages.begin(), pages.end()).size(), 8u)
+      << "acquire handed one page to two callers: two sequences would write their KV over each other's.";
+  EXPECT_EQ(r.acquire(), std::nullopt) << "Every page is in use: acquire returns std::nullopt.";
+  for (const std::size_t p : pages) fill(r.address(p), r.page_bytes(), 500 + p);
+  for (const std::size_t p : pages)
+    EXPECT_EQ(first_changed(r.address(p), r.page_bytes(), 500 + p), r.page_bytes())
+        << "Page " << p << " does not read back what was written into it: two pages share memory.";
+  EXPECT_EQ(r.in_use(), 8u);
+  for (const std::size_t p : pages) r.give_back(p);
+  EXPECT_EQ(r.in_use(), 0u);
+}
+
+TEST(VmPageReserve, AcquireMapsItselfWhenNoneIsReady) {
+  PhysicalMemory memory(page_bytes(), 16);
+  PageReserve r(memory, 4, 0, 1);  // low 0: the thread maps one page at the start and never refills
+  r.settle();
+  const auto first = r.acquire();
+  ASSERT_TRUE(first.has_value()) << "One page is ready: acquire must return it.";
+  EXPECT_EQ(r.slow_maps(), 0u);
+  const auto second = r.acquire();
+  ASSERT_TRUE(second.has_value())
+      << "No page is ready, but three are unused and memory has granules: acquire maps one itself (the slow path) "
+      << "rather than fail a step the engine could have served.";
+  EXPECT_NE(*second, *first) << "The slow path maps an unused page, not one in use.";
+  EXPECT_EQ(r.slow_maps(), 1u) << "slow_maps counts the pages acquire mapped itself.";
+  fill(r.address(*second), r.page_bytes(), 9);
+  EXPECT_EQ(first_changed(r.address(*second), r.page_bytes(), 9), r.page_bytes())
+      << "The slow path's page is writable.";
+  r.settle();
+  EXPECT_EQ(r.in_use(), 2u);
+}
+
+TEST(VmPageReserve, AcquireFailsWhenMemoryIsExhausted) {
+  PhysicalMemory memory(page_bytes(), 3);
+  PageReserve r(memory, 8, 2, 4);
+  r.settle();
+  EXPECT_EQ(r.ready(), 3u) << "Memory holds three granules: the thread maps three pages and stops (settle returns).";
+  const auto pages = acquire(r, 3);
+  ASSERT_EQ(pages.size(), 3u);
+  EXPECT_EQ(r.acquire(), std::nullopt)
+      << "No page is ready and memory has no granule: acquire returns std::nullopt, and the engine preempts.";
+  EXPECT_EQ(r.in_use(), 3u) << "A failed acquire changes nothing.";
+  EXPECT_EQ(r.slow_maps(), 0u) << "A failed map is not a page mapped.";
+  r.settle();
+  r.give_back(pages[0]);
+  r.settle();  // a page given back lets the thread try to map again, and settle waits for that try
+  EXPECT_EQ(r.ready(), 1u) << "The page given back is ready; memory still has no granule for another.";
+  const auto again = r.acquire();
+  EXPECT_TRUE(again.has_value()) << "A page given back is ready again.";
+  r.settle();
+  EXPECT_EQ(memory.num_in_use(), 3u);
+}
+
+TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
+  PhysicalMemory memory(page_bytes(), 16);
+  struct Gate {
+    std::mutex m;
+    std::condition_variable cv;
+    bool entered = false, done = false, timed_out = false;
+  } gate;
+  // While the thread is about to map page 1 (page 0 is ready by then), the hook waits for this
+  // test to acquire and give back a page. A thread that maps holding the lock acquire needs makes
+  // that wait a deadlock, which the bound breaks.
+  PageReserve r(memory, 8, 1, 4, [&gate](std::size_t page) {
+    std::unique_lock lock(gate.m);
+    if (page != 1 || gate.entered) return;
+    gate.entered = true;
+    gate.cv.notify_all();
+    gate.timed_out = !gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.done; });
+  });
+  {
+    std::unique_lock lock(gate.m);
+    ASSERT_TRUE(gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.entered; }))
+        << "Within 5 s the thread never came to map page 1: it maps pages lowest first, up to `high` (4).";
+  }
+  const auto page = r.acquire();
+  ASSERT_TRUE(page.has_value()) << "Page 0 is ready: acquire must return it.";
+  r.give_back(*page);
+  bool timed_out = false;
+  {
+    std::lock_guard lock(gate.m);
+    gate.done = true;
+    timed_out = gate.timed_out;
+  }
+  gate.cv.notify_all();
+  r.settle();
+  {
+    std::lock_guard lock(gate.m);
+    timed_out = timed_out || gate.timed_out;
+  }
+  EXPECT_FALSE(timed_out)
+      << "acquire and give_back could not finish in 5 s while the thread was about to map page 1: the thread "
+      << "maps while holding the lock the hot path needs (before_map runs right before the map, with no lock "
+      << "held). A map and its page faults take microseconds to milliseconds; every step of the engine would wait "
+      << "for them, which is what mapping ahead exists to avoid.";
+}
+
+TEST(VmPageReserve, TwoThreadsAcquireAndGiveBackWhileTheReserveRefills) {
+  PhysicalMemory memory(page_bytes(), 16);
+  PageReserve r(memory, 8, 1, 3);
+  std::array<std::atomic<int>, 8> owner{};
+  for (auto& o : owner) o.store(-1);
+  std::array<std::string, 2> failure;
+  auto work = [&](int me) {
+    for (int step = 0; step < 200 && failure[static_cast<std::size_t>(me)].empty(); ++step) {
+      std::array<std::optional<std::size_t>, 2> held{r.acquire(), r.acquire()};
+      for (const auto& p : held) {
+        if (!p) {
+          failure[static_cast<std::size_t>(me)] = "acquire returned std::nullopt with at most 4 of 8 pages in use";
+          continue;
+        }
+        if (*p >= owner.size() || owner[*p].exchange(me) != -1) {
+          failure[static_cast<std::size_t>(me)] = "page " + std::to_string(*p) + " was handed to both threads at once";
+          continue;
+        }
+        fill(r.address(*p), r.page_bytes(), static_cast<std::uint64_t>(me * 1000 + step));
+      }
+      for (const auto& p : held) {
+        if (!p || *p >= owner.size() || owner[*p].load() != me) continue;
+        if (first_changed(r.address(*p), r.page_bytes(), static_cast<std::uint64_t>(me * 1000 + step)) != r.page_bytes())
+          failure[static_cast<std::size_t>(me)] = "page " + std::to_string(*p) + " changed while this thread held it";
+        owner[*p].store(-1);
+        r.give_back(*p);
+      }
+    }
+  };
+  std::thread other(work, 1);
+  work(0);
+  other.join();
+  for (const auto& f : failure)
+    EXPECT_EQ(f, "")
+        << "Two threads acquiring and giving back pages while the reserve maps and unmaps: each page must belong to "
+        << "one caller at a time, or two sequences' KV overlap.";
+  r.settle();
+  EXPECT_EQ(r.in_use(), 0u) << "Every page was given back.";
+  EXPECT_GE(r.ready(), 1u) << "Settled, the reserve keeps at least `low` pages ready.";
+  EXPECT_LE(r.ready(), 3u) << "Settled, the reserve keeps at most `high` pages ready.";
+  EXPECT_EQ(memory.num_in_use(), r.ready()) << "Only the ready pages hold granules: the others were given back.";
+}
+
+TEST(VmPageReserve, TheDestructorJoinsTheThreadAndGivesBackEveryPage) {
+  PhysicalMemory memory(page_bytes(), 16);
+  {
+    PageReserve r(memory, 8, 2, 4);
+    r.settle();
+    const auto pages = acquire(r, 3);
+    ASSERT_EQ(pages.size(), 3u);
+    r.give_back(pages[0]);  // the other two are still in use when the reserve goes
+  }
+  EXPECT_EQ(memory.num_in_use(), 0u)
+      << "The destructor gives back every granule, the pages still in use included: the memory outlives the "
+      << "reserve, and a granule kept by no one is lost for the engine's whole run.";
+  EXPECT_EQ(memory.committed_bytes(), 0u);
+  {
+    std::mutex m;
+    std::condition_variable cv;
+    bool mapping = false;
+    PageReserve r(memory, 8, 2, 8, [&](std::size_t) {
+      std::lock_guard lock(m);
+      mapping = true;
+      cv.notify_all();
+    });
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return mapping; });
+  }  // destroyed while the thread maps
+  EXPECT_EQ(memory.num_in_use(), 0u)
+      << "A reserve destroyed while its thread maps must join it, then give back every page it mapped.";
+}
+
+TEST(VmPageReserve, MarksAndPagesAreChecked) {
+  PhysicalMemory memory(page_bytes(), 16);
+  EXPECT_THROW(PageReserve(memory, 8, 5, 4), std::invalid_argument) << "low above high is the caller's mistake.";
+  EXPECT_THROW(PageReserve(memory, 8, 0, 0), std::invalid_argument) << "high 0 maps nothing ahead: a mistake.";
+  EXPECT_THROW(PageReserve(memory, 8, 2, 9), std::invalid_argument) << "high above the pages cannot be reached.";
+  PageReserve r(memory, 8, 2, 4);
+  r.settle();
+  EXPECT_THROW(r.give_back(0), std::invalid_argument) << "Giving back a page not in use is the caller's mistake.";
+  EXPECT_THROW(r.give_back(8), std::invalid_argument) << "Page 8 of 8 does not exist.";
+  EXPECT_EQ(r.ready(), 4u) << "A give_back that throws changes nothing.";
 }
 
 }  // namespace stage6_page_reserve
