@@ -485,7 +485,9 @@ class ContiguousKVCache {
     const std::size_t need = granules_for(p.tokens), full = p.tokens * token_bytes_ / granule();
     const auto slice = free_slice(full, need);
     if (!slice) return false;
-    if (!can_fill(*slice, full, need)) return false;
+    // The granules the child's slice maps where aliases go are private (the slice is idle) and
+    // released before the partly filled slot is filled: they count as free.
+    if (!can_fill(*slice, full, need, mapped_among(*slice, 0, full))) return false;
     seqs_.emplace(child, Seq{*slice, p.tokens});
     take(*slice, child);
     for (std::size_t i = 0; i < full; ++i) {
@@ -663,15 +665,16 @@ class ContiguousKVCache {
     return best;
   }
   // Whether slots [from, to) of `slice` can all be mapped: one granule for each unmapped slot,
-  // from free memory or from the other idle slices.
-  bool can_fill(std::size_t slice, std::size_t from, std::size_t to) const {
+  // from free memory, from the `freed` granules the call releases first, or from the other idle
+  // slices.
+  bool can_fill(std::size_t slice, std::size_t from, std::size_t to, std::size_t freed = 0) const {
     std::size_t lacking = 0;
     for (std::size_t i = from; i < to; ++i) lacking += !range_.mapped(slot(slice, i)).has_value();
-    if (lacking <= memory_.num_free()) return true;
+    if (lacking <= memory_.num_free() + freed) return true;
     std::size_t reclaimable = 0;
     for (const std::size_t idle : idle_)
       if (idle != slice) reclaimable += mapped_among(idle, 0, slice_granules_);
-    return lacking <= memory_.num_free() + reclaimable;
+    return lacking <= memory_.num_free() + freed + reclaimable;
   }
   void fill(std::size_t slice, std::size_t from, std::size_t to) {
     for (std::size_t i = from; i < to; ++i) {
