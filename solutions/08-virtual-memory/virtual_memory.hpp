@@ -421,8 +421,9 @@ class SegmentAllocator {
 /// - Release unmaps a granule another slice still maps (the idle slice's next sequence would
 ///   write into another's KV) and keeps only private ones.
 /// - Sleep gives back every granule, keeping every address; wake maps new granules at the same
-///   slots, one per granule that was mapped (aliases shared again), with the contents of the
-///   granules the kept sequences need copied back and zeros elsewhere. Idle slices wake unmapped.
+///   slots, one per granule that was mapped (aliases shared again), created in the order of the
+///   lowest slot that mapped each, with the contents of the granules the kept sequences need
+///   copied back and zeros elsewhere. Idle slices wake unmapped.
 ///
 /// Errors: an unknown id, an id admitted twice, a length over `max_tokens` or shrinking throws
 /// std::invalid_argument; a call other than an observer while asleep, or sleep while asleep and
@@ -538,15 +539,15 @@ class ContiguousKVCache {
     // Everything that allocates comes first, so that a std::bad_alloc changes nothing.
     std::vector<Asleep> plan;
     std::unordered_map<std::size_t, std::size_t> plan_of;  // granule -> index in plan
-    for (const auto& [r, s] : seqs_)
-      for (std::size_t i = 0; i < slice_granules_; ++i) {
-        const std::size_t at = slot(s.slice, i);
-        const auto g = range_.mapped(at);
-        if (!g) continue;
-        auto [it, inserted] = plan_of.try_emplace(*g, plan.size());
-        if (inserted) plan.push_back({});
-        plan[it->second].slots.push_back(at);
-      }
+    // In address order, not the map's: wake creates the granules in the plan's order, and the
+    // contract says which granule lands where.
+    for (std::size_t at = 0; at < range_.slots(); ++at) {
+      const auto g = range_.mapped(at);
+      if (!g || !holder_[at / slice_granules_]) continue;
+      auto [it, inserted] = plan_of.try_emplace(*g, plan.size());
+      if (inserted) plan.push_back({});
+      plan[it->second].slots.push_back(at);
+    }
     for (const RequestId r : keep) {
       const Seq& s = seqs_.at(r);
       for (std::size_t i = 0; i < granules_for(s.tokens); ++i) {
