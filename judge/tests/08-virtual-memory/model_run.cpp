@@ -120,30 +120,43 @@ class Run {
   static constexpr const char* kBool =
       "running out of slices or granules is a return value, false; only misuse throws";
 
+  /// What the model's answer to a call that returns true or false means.
+  struct Meanings {
+    std::string_view refused_use;  // the model threw std::logic_error (asleep, or wake while awake)
+    std::string_view misuse;       // the model threw std::invalid_argument
+    std::string_view done, refused;
+  };
+
+  /// Runs a call that returns true or false on the header (`yours`), then on the model (`model`),
+  /// and compares how it ended, what it returned, and then every observer. `bad`: the arguments
+  /// are misuse too.
+  template <class Yours, class Model>
+  void boolean(const std::string& line, std::string_view value, bool bad, Yours&& yours, Model&& model,
+               const Meanings& meant) {
+    bool got = false;
+    const Outcome outcome = outcome_of([&] { got = yours(); });
+    const Ending e = model();
+    t_.call(line, ended(e, e == Ending::done ? "true" : "false"));
+    same_ending(line, e, outcome, bad,
+                e == Ending::logic_error ? meant.refused_use : e == Ending::invalid_argument ? meant.misuse : kBool);
+    if (outcome == Outcome::returned && (e == Ending::done || e == Ending::refused))
+      t_.same(value, e == Ending::done, got, e == Ending::done ? meant.done : meant.refused);
+    same_everything();
+  }
+
   void admit(const Op& op) {
     const int r = fresh(op.pick);
     const std::size_t tokens = op.other == kOverMax ? model_.max_tokens() + 1
                                                     : std::min(static_cast<std::size_t>(op.other), model_.max_tokens());
     last_ = {r, 0};
-    const std::string line = "c.admit(" + std::to_string(r) + ", " + std::to_string(tokens) + ");";
-    bool got = false;
-    const Outcome yours = outcome_of([&] { got = cache_.admit(r, tokens); });
-    const bool bad = model_.find(r) != nullptr || tokens > model_.max_tokens();
-    const Ending e = model_.admit(r, tokens);
-    t_.call(line, ended(e, e == Ending::done ? "true" : "false"));
-    same_ending(line, e, yours, bad,
-                e == Ending::logic_error ? kAsleep
-                : e == Ending::invalid_argument
-                    ? "an id admitted already, or more tokens than max_tokens, throws std::invalid_argument"
-                    : kBool);
-    if (yours == Outcome::returned && (e == Ending::done || e == Ending::refused)) {
-      t_.same("the value c.admit returned", e == Ending::done, got,
-              e == Ending::done ? "a free slice exists and the granules the tokens need can be had: from free memory, "
-                                  "or given back by idle slices other than the one taken"
-                                : "no slice is free, or the granules lacking outnumber the free ones and those mapped "
-                                  "in the other idle slices together: false, nothing changed");
-    }
-    same_everything();
+    boolean("c.admit(" + std::to_string(r) + ", " + std::to_string(tokens) + ");", "the value c.admit returned",
+            model_.find(r) != nullptr || tokens > model_.max_tokens(), [&] { return cache_.admit(r, tokens); },
+            [&] { return model_.admit(r, tokens); },
+            {kAsleep, "an id admitted already, or more tokens than max_tokens, throws std::invalid_argument",
+             "a free slice exists and the granules the tokens need can be had: from free memory, or given back by "
+             "idle slices other than the one taken",
+             "no slice is free, or the granules lacking outnumber the free ones and those mapped in the other idle "
+             "slices together: false, nothing changed"});
   }
 
   void grow(const Op& op) {
@@ -154,51 +167,27 @@ class Run {
                                : op.other == kShrink ? (now > 0 ? now - 1 : 0)
                                                      : std::min(now + static_cast<std::size_t>(op.other), model_.max_tokens());
     last_ = {r, 0};
-    const std::string line = "c.grow(" + std::to_string(r) + ", " + std::to_string(tokens) + ");";
-    bool got = false;
-    const Outcome yours = outcome_of([&] { got = cache_.grow(r, tokens); });
-    const bool bad = !s || tokens > model_.max_tokens() || tokens < now;
-    const Ending e = model_.grow(r, tokens);
-    t_.call(line, ended(e, e == Ending::done ? "true" : "false"));
-    same_ending(line, e, yours, bad,
-                e == Ending::logic_error ? kAsleep
-                : e == Ending::invalid_argument
-                    ? "an unknown id, more tokens than max_tokens or fewer than the request holds throws "
-                      "std::invalid_argument"
-                    : kBool);
-    if (yours == Outcome::returned && (e == Ending::done || e == Ending::refused)) {
-      t_.same("the value c.grow returned", e == Ending::done, got,
-              e == Ending::done ? "the granules the new length needs beyond those mapped can be had: from free memory, "
-                                  "or given back by idle slices"
-                                : "the granules lacking outnumber the free ones and those mapped in idle slices "
-                                  "together: false, nothing changed");
-    }
-    same_everything();
+    boolean("c.grow(" + std::to_string(r) + ", " + std::to_string(tokens) + ");", "the value c.grow returned",
+            !s || tokens > model_.max_tokens() || tokens < now, [&] { return cache_.grow(r, tokens); },
+            [&] { return model_.grow(r, tokens); },
+            {kAsleep,
+             "an unknown id, more tokens than max_tokens or fewer than the request holds throws std::invalid_argument",
+             "the granules the new length needs beyond those mapped can be had: from free memory, or given back by "
+             "idle slices",
+             "the granules lacking outnumber the free ones and those mapped in idle slices together: false, nothing "
+             "changed"});
   }
 
   void fork(const Op& op) {
     const int parent = existing(op.pick), child = fresh(op.other);
     last_ = {parent, child};
-    const std::string line = "c.fork(" + std::to_string(parent) + ", " + std::to_string(child) + ");";
-    bool got = false;
-    const Outcome yours = outcome_of([&] { got = cache_.fork(parent, child); });
-    const bool bad = !model_.find(parent) || model_.find(child);
-    const Ending e = model_.fork(parent, child);
-    t_.call(line, ended(e, e == Ending::done ? "true" : "false"));
-    same_ending(line, e, yours, bad,
-                e == Ending::logic_error ? kAsleep
-                : e == Ending::invalid_argument
-                    ? "an unknown parent, or a child admitted already, throws std::invalid_argument"
-                    : kBool);
-    if (yours == Outcome::returned && (e == Ending::done || e == Ending::refused)) {
-      t_.same("the value c.fork returned", e == Ending::done, got,
-              e == Ending::done ? "a free slice exists and its partly filled slot can have a granule: free, or one the "
-                                  "child's slice had mapped where an alias goes (released first), or one given back "
-                                  "by another idle slice"
-                                : "no slice is free, or the partly filled slot cannot have a granule: false, nothing "
-                                  "changed");
-    }
-    same_everything();
+    boolean("c.fork(" + std::to_string(parent) + ", " + std::to_string(child) + ");", "the value c.fork returned",
+            !model_.find(parent) || model_.find(child), [&] { return cache_.fork(parent, child); },
+            [&] { return model_.fork(parent, child); },
+            {kAsleep, "an unknown parent, or a child admitted already, throws std::invalid_argument",
+             "a free slice exists and its partly filled slot can have a granule: free, or one the child's slice had "
+             "mapped where an alias goes (released first), or one given back by another idle slice",
+             "no slice is free, or the partly filled slot cannot have a granule: false, nothing changed"});
   }
 
   void release(const Op& op) {
@@ -253,20 +242,10 @@ class Run {
   }
 
   void wake() {
-    const std::string line = "c.wake();";
-    bool got = false;
-    const Outcome yours = outcome_of([&] { got = cache_.wake(); });
-    const Ending e = model_.wake();
-    t_.call(line, ended(e, e == Ending::done ? "true" : "false"));
-    same_ending(line, e, yours, false, e == Ending::logic_error ? "wake while awake throws std::logic_error" : kBool);
-    if (yours == Outcome::returned && (e == Ending::done || e == Ending::refused)) {
-      t_.same("the value c.wake returned", e == Ending::done, got,
-              e == Ending::done ? "free memory holds a granule for every granule mapped before sleep (aliases count "
-                                  "once)"
-                                : "another user holds granules, and fewer are free than were mapped before sleep: "
-                                  "false, still asleep");
-    }
-    same_everything();
+    boolean("c.wake();", "the value c.wake returned", false, [&] { return cache_.wake(); }, [&] { return model_.wake(); },
+            {"wake while awake throws std::logic_error", "",
+             "free memory holds a granule for every granule mapped before sleep (aliases count once)",
+             "another user holds granules, and fewer are free than were mapped before sleep: false, still asleep"});
   }
 
   /// The token of request `r` that a write or read names, or nullopt when there is none.
@@ -374,6 +353,25 @@ class Run {
            "that mapped it, and idle slices wake unmapped";
   }
 
+  /// When your header maps granule `g` in two slices that the model does not share it between,
+  /// says so: the mistake that lets one request write into another's KV.
+  std::string shared_by_mistake(const std::optional<std::size_t>& g) const {
+    if (!g) return "";
+    std::vector<std::size_t> slices, shared;  // the slices that map it: yours, the model's
+    for (std::size_t s = 0; s < model_.slots().size(); ++s) {
+      const std::size_t slice = s / model_.slice_granules();
+      if (cache_.range().mapped(s) == g && std::find(slices.begin(), slices.end(), slice) == slices.end())
+        slices.push_back(slice);
+      if (model_.slots()[s] == g && std::find(shared.begin(), shared.end(), slice) == shared.end()) shared.push_back(slice);
+    }
+    if (slices.size() < 2 || slices == shared) return "";
+    std::string listed;
+    for (const std::size_t slice : slices) listed += (listed.empty() ? "" : " and ") + std::to_string(slice);
+    return "your header maps granule " + std::to_string(*g) + " in slices " + listed +
+           ", which the model does not share between them (a fork shares a granule only while both requests hold "
+           "their slices): a request writing its tokens there would overwrite another's; ";
+  }
+
   void same_everything() {
     const auto& c = cache_;
     t_.same("c.asleep()", model_.asleep(), c.asleep(), "sleep puts the cache to sleep and a wake that returns true "
@@ -416,7 +414,9 @@ class Run {
     const auto& slots = model_.slots();
     for (std::size_t s = 0; s < slots.size(); ++s) {
       const std::optional<std::size_t> got = c.range().mapped(s);
-      if (got != slots[s]) t_.differ("c.range().mapped(" + std::to_string(s) + ")", shown_granule(slots[s]), shown_granule(got), slot_meaning(s));
+      if (got != slots[s])
+        t_.differ("c.range().mapped(" + std::to_string(s) + ")", shown_granule(slots[s]), shown_granule(got),
+                  shared_by_mistake(got) + slot_meaning(s));
     }
     for (std::size_t g = 0; g < model_.num_granules(); ++g) {
       if (memory_.refcount(g) == model_.refcount(g)) continue;
