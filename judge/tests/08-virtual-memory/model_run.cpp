@@ -25,6 +25,8 @@ namespace {
 using alloclab::test::model::Outcome;
 using alloclab::test::model::outcome_of;
 using alloclab::test::model::Transcript;
+using Memory = alloclab::PhysicalMemory;
+using KVCache = alloclab::ContiguousKVCache;
 
 Outcome outcome_of(Ending e) {
   switch (e) {
@@ -462,8 +464,8 @@ class Run {
 
   std::size_t page_, granule_, token_bytes_, granules_;
   Transcript t_;
-  alloclab::PhysicalMemory memory_;
-  alloclab::ContiguousKVCache cache_;
+  Memory memory_;
+  KVCache cache_;
   Cache model_;
   std::pair<int, int> last_{0, 0};                   // the ids the last call named
   std::map<int, std::byte*> address_;                // data(r) when r was admitted
