@@ -50,9 +50,10 @@ class Run {
   explicit Run(const Setup& s)
       : page_(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))), granule_(s.granule_pages * page_),
         token_bytes_(s.token_eighths * page_ / 8), granules_(granules_for(s)),
-        t_(setup_line(granules_, s.sequences, s.max_tokens)),
+        t_("alloclab::PhysicalMemory mem(" + std::to_string(granule_) + ", " + std::to_string(granules_) + ");"),
         memory_(granule_, granules_), cache_(memory_, s.sequences, s.max_tokens, token_bytes_),
         model_(page_, granule_, granules_, s.sequences, s.max_tokens, token_bytes_) {
+    t_.call(construction(s.sequences, s.max_tokens));
     same_everything();
   }
 
@@ -85,11 +86,11 @@ class Run {
     return std::clamp<std::size_t>(slots * s.granule_eighths / 8, 2, 12);
   }
 
-  std::string setup_line(std::size_t granules, std::size_t sequences, std::size_t max_tokens) const {
-    const std::string g = std::to_string(granule_), tb = std::to_string(token_bytes_);
-    return "alloclab::PhysicalMemory mem(" + g + ", " + std::to_string(granules) + ");  alloclab::ContiguousKVCache c(mem, " +
-           std::to_string(sequences) + ", " + std::to_string(max_tokens) + ", " + tb +
-           ");\n    auto write = [&](int r, std::size_t p, int w) { std::byte* at = c.data(r) + p * " + tb +
+  /// The cache's construction, and the caller's writes and reads of a token through data(r).
+  std::string construction(std::size_t sequences, std::size_t max_tokens) const {
+    const std::string tb = std::to_string(token_bytes_);
+    return "alloclab::ContiguousKVCache c(mem, " + std::to_string(sequences) + ", " + std::to_string(max_tokens) + ", " +
+           tb + ");\n    auto write = [&](int r, std::size_t p, int w) { std::byte* at = c.data(r) + p * " + tb +
            "; for (std::size_t k = 0; k < " + tb +
            "; ++k) at[k] = std::byte((w * 97 + k * 7) % 255 + 1); };\n"
            "    auto read = [&](int r, std::size_t p) { return std::vector<std::byte>(c.data(r) + p * " +
@@ -427,7 +428,9 @@ class Run {
                 "a granule's count is the number of slots that map it, plus 1 while another user holds it; a granule "
                 "no slot maps is given back (count 0)");
     }
-    t_.same("mem.num_free()", model_.num_free(), memory_.num_free(), "the granules whose count is 0");
+    t_.same("mem.num_free()", model_.num_free(), memory_.num_free(),
+            "num_free() counts the granules whose count is 0: every granule of a new PhysicalMemory, and every one "
+            "given back since");
     t_.same("c.mapped_granules()", model_.mapped_granules(), c.mapped_granules(),
             "the slots mapped in every slice, held or idle (an alias counts once per slot)");
     t_.same("c.idle_granules()", model_.idle_granules(), c.idle_granules(),
