@@ -76,7 +76,7 @@ class Cache {
       if (slot_of_[slot(*slice, i)]) release_granule(unmap(slot(*slice, i)));
       const std::size_t g = *slot_of_[slot(p.slice, i)];
       ++refs_[g];
-      slot_of_[slot(*slice, i)] = g;
+      map(slot(*slice, i), g);
     }
     fill(*slice, full, need);
     if (full < need) copy_granule(*slot_of_[slot(p.slice, full)], *slot_of_[slot(*slice, full)]);
@@ -146,7 +146,7 @@ class Cache {
     for (const Asleep& a : asleep_) {
       const std::size_t g = *create();
       refs_[g] = a.slots.size();
-      for (const std::size_t s : a.slots) slot_of_[s] = g;
+      for (const std::size_t s : a.slots) map(s, g);
       if (a.kept) {
         touch(g, 0, granule_);  // the restore writes it whole
         std::memcpy(byte_at(g, 0), a.bytes.data(), granule_);
@@ -219,6 +219,10 @@ class Cache {
     return n;
   }
   bool asleep() const { return sleeping_; }
+  /// One map per slot that gets a granule, one unmap per slot that loses one: a mapping is a
+  /// system call, and the contract changes no slot it does not need to.
+  std::size_t map_calls() const { return map_calls_; }
+  std::size_t unmap_calls() const { return unmap_calls_; }
   std::size_t slice_granules() const { return slice_granules_; }
   std::size_t granules_for(std::size_t tokens) const { return (tokens * token_bytes_ + granule_ - 1) / granule_; }
   std::size_t slot(std::size_t slice, std::size_t i) const { return slice * slice_granules_ + i; }
@@ -261,9 +265,14 @@ class Cache {
     }
   }
 
+  void map(std::size_t s, std::size_t g) {
+    slot_of_[s] = g;
+    ++map_calls_;
+  }
   std::size_t unmap(std::size_t s) {
     const std::size_t g = *slot_of_[s];
     slot_of_[s].reset();
+    ++unmap_calls_;
     return g;
   }
   std::size_t mapped_among(std::size_t slice, std::size_t from, std::size_t to) const {
@@ -287,7 +296,7 @@ class Cache {
     for (std::size_t i = from; i < to; ++i) {
       if (slot_of_[slot(slice, i)]) continue;
       if (num_free() == 0) reclaim_one(slice);
-      slot_of_[slot(slice, i)] = *create();
+      map(slot(slice, i), *create());
     }
   }
   // The highest mapped slot of the slice idle longest, never the one being filled.
@@ -314,6 +323,7 @@ class Cache {
   std::vector<Seq> seqs_;          // in the order they were admitted
   std::vector<Asleep> asleep_;
   bool sleeping_ = false;
+  std::size_t map_calls_ = 0, unmap_calls_ = 0;
 };
 
 }  // namespace vm_model

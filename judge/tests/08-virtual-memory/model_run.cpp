@@ -435,6 +435,12 @@ class Run {
             "the slots mapped in every slice, held or idle (an alias counts once per slot)");
     t_.same("c.idle_granules()", model_.idle_granules(), c.idle_granules(),
             "the slots mapped in the slices no request holds");
+    t_.same("c.range().map_calls()", model_.map_calls(), c.range().map_calls(),
+            "one map per slot that gets a granule (admit, grow, fork, wake), none more: a map is a system call, and a "
+            "refused call changes no slot, not even for a while");
+    t_.same("c.range().unmap_calls()", model_.unmap_calls(), c.range().unmap_calls(),
+            "one unmap per slot that loses its granule (pressure, a fork's alias over a granule of its own, release "
+            "of a shared granule, trim, sleep), none more");
     const std::size_t committed = memory_.committed_bytes();
     if (committed != model_.committed_bytes()) {
       t_.differ("mem.committed_bytes()", std::to_string(model_.committed_bytes()), std::to_string(committed),
