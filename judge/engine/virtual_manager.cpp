@@ -8,6 +8,7 @@
 // granules. Every call into the cache is guarded (guarded_calls.hpp).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -68,6 +69,7 @@ class VirtualManager final : public BlockManager {
         });
     // The most blocks one sequence can list: block_table allocates nothing in a steady step.
     table_.reserve(static_cast<std::size_t>(ceil_div(l.max_tokens, block_tokens_)));
+    held_.reserve(static_cast<std::size_t>(l.max_sequences));
   }
 
   /// A prompt whose parallel samples will fork needs, beyond its own granules, a copy of its
@@ -77,18 +79,17 @@ class VirtualManager final : public BlockManager {
     const int len = static_cast<int>(tokens.size());
     const std::size_t copies = fork_copies(len, samples);
     if (granules(len) + copies > available()) return std::nullopt;
-    // The cache fills the idle slice with the most granules mapped already and takes what it
-    // lacks from free memory and the other idle slices; when those fall short though the budget
-    // above holds, giving every idle granule back (trim) lets free memory serve it.
     const bool ok = guarded(
         [&] {
-          if (cache_->admit(seq, static_cast<std::size_t>(len))) return true;
-          cache_->trim();
-          return cache_->admit(seq, static_cast<std::size_t>(len));
+          spare_no_extras(0, granules(len));
+          return kept(
+              [&] { return cache_->admit(seq, static_cast<std::size_t>(len)); }, [&] { cache_->release(seq); },
+              promised_ + copies);
         },
         [&] { return "admit(" + request(seq) + ", " + std::to_string(len) + " tokens)"; });
     if (!ok) return std::nullopt;
     promised_ += copies;
+    held_.push_back(guarded([&] { return cache_->slice_of(seq); }, [&] { return "slice_of(" + request(seq) + ")"; }));
     return 0;
   }
   int blocks_to_admit(int tokens, int, int samples) const override {
@@ -104,20 +105,25 @@ class VirtualManager final : public BlockManager {
     guarded(
         [&] {
           const std::size_t tokens = cache_->num_tokens(parent);
-          if (!cache_->fork(parent, child)) {
-            cache_->trim();
-            if (!cache_->fork(parent, child))
-              throw std::logic_error("no slice or granule for the child, though admission set one aside");
-          }
-          if (tokens % static_cast<std::size_t>(granule_tokens_) != 0) {
-            ++copies_;
-            if (promised_ > 0) --promised_;
-          }
+          const bool copy = tokens % static_cast<std::size_t>(granule_tokens_) != 0;
+          spare_no_extras(tokens / static_cast<std::size_t>(granule_tokens_), granules(static_cast<int>(tokens)));
+          const std::size_t still = copy && promised_ > 0 ? promised_ - 1 : promised_;
+          if (!kept([&] { return cache_->fork(parent, child); }, [&] { cache_->release(child); }, still))
+            throw std::logic_error("no slice or granule for the child, though admission set one aside");
+          copies_ += copy;
+          promised_ = still;
+          held_.push_back(cache_->slice_of(child));
         },
         [&] { return "fork(" + request(parent) + ", " + request(child) + ")"; });
   }
   void release(int seq) override {
-    guarded([&] { cache_->release(seq); }, [&] { return "release(" + request(seq) + ")"; });
+    guarded(
+        [&] {
+          const std::size_t slice = cache_->slice_of(seq);
+          cache_->release(seq);
+          std::erase(held_, slice);
+        },
+        [&] { return "release(" + request(seq) + ")"; });
   }
   /// The physical blocks the sequence's tokens lie in, numbered granule by granule: what the
   /// figures count (shared granules once), never what attention reads. Valid until the next call.
@@ -203,6 +209,53 @@ class VirtualManager final : public BlockManager {
     return {};
   }
 
+  /// Runs `take` (an admit or a fork), which must leave `promised` granules to be had. The cache
+  /// takes the idle slice with the most granules mapped already: the granules that slice maps past
+  /// what the sequence needs stay mapped for it to grow into, and are no longer anyone else's.
+  /// When they were granules set aside, or the other idle slices lack what the slice needs, the
+  /// sequence lets go (`undo`), every idle granule is given back (trim), and it takes a slice of
+  /// nothing but free memory: exactly the granules it needs, which admission checked are there.
+  template <class Take, class Undo>
+  bool kept(Take take, Undo undo, std::size_t promised) {
+    if (take()) {
+      if (memory_->num_free() + cache_->idle_granules() >= promised) return true;
+      undo();
+    }
+    cache_->trim();
+    return take();
+  }
+
+  /// A sequence never holds granules past its tokens. The slice the cache takes for a sequence
+  /// whose own granules are slots [from, to) (the contract: the free slice with the most of those
+  /// already mapped, the lowest among equals) keeps whatever it maps past `to`, and nobody else
+  /// can have it while the sequence runs: in a chat trace, a prompt admitted into the slice of a
+  /// finished answer would hold the answer's granules, unwritten, for its whole life. So when
+  /// that slice maps more than the sequence needs, every idle granule is given back first
+  /// (trim); an idle slice that maps no more is reused as it is, its granules mapped already.
+  void spare_no_extras(std::size_t from, std::size_t to) {
+    const std::size_t n = cache_->slice_granules();
+    std::optional<std::size_t> best;
+    std::size_t best_mapped = 0;
+    for (std::size_t slice = 0; slice < cache_->max_sequences(); ++slice) {
+      if (held(slice)) continue;
+      std::size_t m = 0;
+      for (std::size_t i = from; i < to; ++i) m += cache_->range().mapped(slice * n + i).has_value();
+      if (!best || m > best_mapped) best = slice, best_mapped = m;
+    }
+    if (!best) return;
+    for (std::size_t i = to; i < n; ++i)
+      if (cache_->range().mapped(*best * n + i)) {
+        cache_->trim();
+        return;
+      }
+  }
+  /// Whether a running sequence holds `slice`.
+  bool held(std::size_t slice) const {
+    for (const std::size_t s : held_)
+      if (s == slice) return true;
+    return false;
+  }
+
   std::size_t granules(int tokens) const {
     return static_cast<std::size_t>(ceil_div(tokens, granule_tokens_));
   }
@@ -220,6 +273,7 @@ class VirtualManager final : public BlockManager {
   std::unique_ptr<PhysicalMemory> memory_;
   std::unique_ptr<ContiguousKVCache> cache_;  // destroyed first: it unmaps into memory_
   mutable std::vector<int> table_;            // block_table's answer
+  std::vector<std::size_t> held_;             // the slices of the running sequences
   std::size_t promised_ = 0;                  // granules set aside for the partly filled granules of forks to come
   std::size_t copies_ = 0;                    // partly filled granules the cache copied at fork
 };
