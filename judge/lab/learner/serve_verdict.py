@@ -430,7 +430,7 @@ MEANINGS = {
     "  after sleep": ("virtual's sleep gives every granule back: none may stay", "virtual 的 sleep 归还所有 granule：一个字节都不能留"),
     "heap allocations/step": ("calls of operator new in a steady step", "稳定状态下每步调用 operator new 的次数"),
     "  the engine's own": ("the scheduler, inputs, runner and metrics", "调度器、输入、执行器和统计"),
-    "  the KV cache manager's": ("exercise 07's calls", "练习 07 的调用"),
+    "  the KV cache manager's": ("exercise 07's calls (08's under virtual)", "练习 07 的调用（virtual 下为练习 08 的）"),
     "    the reference's": ("the reference manager's, same trace and budget", "参考管理器的，同一 trace 和预算"),
     "  the other allocators'": ("the sequence pool and the caching allocator growing", "序列池和缓存分配器的增长"),
     "  the plain engine's": ("std::vector for everything, for comparison", "处处用 std::vector 的朴素引擎，用作对照"),

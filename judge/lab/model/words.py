@@ -315,11 +315,11 @@ WORDS: dict[str, tuple[str, str]] = {
                                 "用 `--with reference` 可以看出引擎本身能否构建。"),
     "serve_not_built": ("The serving engine could not be built: {why}", "推理服务引擎无法构建：{why}"),
     "serve_build_failed": ("the build failed", "构建失败"),
-    "serve_compare_and_manager": ("--compare serves the trace with all three managers: leave out --manager",
-                                  "--compare 会用全部三种管理器服务这个 trace：去掉 --manager"),
-    "serve_sweep_and_others": ("--sweep serves the three managers over its own KV budgets: leave out --compare, "
+    "serve_compare_and_manager": ("--compare serves the trace with all four managers: leave out --manager",
+                                  "--compare 会用全部四种管理器服务这个 trace：去掉 --manager"),
+    "serve_sweep_and_others": ("--sweep serves the four managers over its own KV budgets: leave out --compare, "
                                "--manager and --kv-blocks",
-                               "--sweep 会在它自己选定的一系列 KV 预算下服务三种管理器：去掉 --compare、--manager 和 "
+                               "--sweep 会在它自己选定的一系列 KV 预算下服务四种管理器：去掉 --compare、--manager 和 "
                                "--kv-blocks"),
     "serve_repeat": ("--repeat {repeat}: serve at least once", "--repeat {repeat}：至少要服务一次"),
     "serve_unwritable": ("cannot write {file}: {why}", "无法写入 {file}：{why}"),
