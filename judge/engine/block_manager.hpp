@@ -80,8 +80,8 @@ class BlockManager {
   /// engine's buffer.
   [[nodiscard]] virtual std::optional<KvMemory> memory() const { return std::nullopt; }
   /// Gives every byte of a manager that maps its own memory back to the system, keeping its
-  /// addresses (sleep mode); returns whether it has memory to give. Only once every sequence is done.
-  virtual bool sleep() { return false; }
+  /// addresses (sleep mode), once every sequence is done; nothing for the others.
+  virtual void sleep() {}
 };
 
 /// What the `virtual` manager is built with: the engine's KV budget in blocks and its block size,

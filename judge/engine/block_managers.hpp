@@ -183,7 +183,7 @@ class CountedManager final : public BlockManager {
     return m_->contiguous_kv(seq);
   }
   std::optional<KvMemory> memory() const override { return m_->memory(); }
-  bool sleep() override { return m_->sleep(); }
+  void sleep() override { m_->sleep(); }
 
  private:
   std::unique_ptr<BlockManager> m_;

@@ -178,9 +178,8 @@ class VirtualManager final : public BlockManager {
                                          memory_->committed_bytes()}; },
                    [&] { return std::string("committed_bytes()"); });
   }
-  bool sleep() override {
+  void sleep() override {
     guarded([&] { cache_->sleep(); }, [&] { return std::string("sleep()"); });
-    return true;
   }
 
   std::string audit(int) const override {

@@ -2,7 +2,8 @@
 `alloclab_serve`) optimised, with the learner's header for every exercise that has passed and
 the reference for the others, serves a built-in trace, and prints what it measured: throughput,
 batching, preemptions, the prefix cache, how full the KV blocks are, the caching allocator's
-device mallocs, the heap allocations per step, and whether every request's tokens equal those
+device mallocs, the heap allocations per step, what became of the KV memory (maps, page faults,
+the bytes committed), and whether every request's tokens equal those
 of the plain engine (the same model with `std::vector` for everything), which is the proof that
 the allocators kept every request's memory apart (the plain engine shares the model, the kernels, the
 sampler and the trace, and none of the memory management). The engine writes each token's K and V
