@@ -1,10 +1,10 @@
 // What the served engine measures as it runs: latency, the timeline, KV utilization, where the
-// steps' time went, and whose heap allocations each step made.
+// steps' time went, whose heap allocations each step made, and what became of the KV memory.
 #pragma once
 
-#include <algorithm>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

@@ -611,8 +611,8 @@ def judge_managers(results: dict[str, dict]) -> bool:
             checks = verdict.manager_checks(manager, result, reference)
         else:
             continue
-        result["judged"] = [dict(what=c.what, mine=c.mine, reference=c.reference, met=c.met, against=c.against)
-                            for c in checks]
+        result["judged"] = [dict(what=c.what, mine=c.mine, reference=c.reference, met=c.met,
+                                 **({"against": c.against} if c.against else {})) for c in checks]
         ok = ok and all(c.met for c in checks)
     return ok
 
