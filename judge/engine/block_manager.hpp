@@ -35,6 +35,12 @@ struct KvCacheStats {
   std::size_t copies = 0;          // copy-on-write copies ordered
 };
 
+/// What a manager that maps its own KV memory did with it (the `virtual` manager): the map and
+/// unmap calls so far, and the bytes the system has committed to its physical memory now.
+struct KvMemory {
+  std::size_t map_calls = 0, unmap_calls = 0, committed_bytes = 0;
+};
+
 /// What the scheduler asks of a block manager. `admit` also gets the most tokens the sequence
 /// can reach and how many parallel samples will fork from it: the paged managers ignore both
 /// (they take blocks as tokens arrive), the reserving one takes everything at once.
@@ -62,11 +68,40 @@ class BlockManager {
   /// a sequence still known, a block neither free nor cached, counts that disagree. Empty when
   /// nothing is: a block lost here is KV memory lost for the life of the server.
   [[nodiscard]] virtual std::string audit(int sequences) const = 0;
+
+  /// Whether the manager keeps each sequence's K and V contiguous in memory of its own
+  /// (`contiguous_kv`), in the contiguous layout (position p at base + p * token stride), rather
+  /// than in the engine's KV buffer through a block table. Such a manager's `block_table` numbers
+  /// its physical blocks for the figures alone, and its `slot` is the position.
+  [[nodiscard]] virtual bool contiguous() const { return false; }
+  /// Where position 0 of `seq`'s K and V lies, for a contiguous manager; nullptr otherwise.
+  [[nodiscard]] virtual float* contiguous_kv(int) const { return nullptr; }
+  /// What a manager that maps its own memory did with it; nothing for the others, whose KV is the
+  /// engine's buffer.
+  [[nodiscard]] virtual std::optional<KvMemory> memory() const { return std::nullopt; }
+  /// Gives every byte of a manager that maps its own memory back to the system, keeping its
+  /// addresses (sleep mode), once every sequence is done; nothing for the others.
+  virtual void sleep() {}
+};
+
+/// What the `virtual` manager is built with: the engine's KV budget in blocks and its block size,
+/// the bytes of one token's K and V over every layer, and the engine's limits (sequences at once,
+/// tokens in one sequence) that size its slices.
+struct VirtualLimits {
+  int num_blocks, block_tokens;
+  std::size_t token_bytes;
+  int max_sequences, max_tokens;
 };
 
 /// `paged` (caching off) and `prefix` (caching on): exercise 07's KVCacheManager, blocks taken
 /// one at a time as tokens arrive, shared by fork and, with caching, by equal prefixes. Defined
 /// in paged_manager.cpp, beside the learner's header.
 [[nodiscard]] std::unique_ptr<BlockManager> make_paged_manager(int num_blocks, int block_tokens, bool prefix_caching);
+
+/// `virtual`: exercise 08's ContiguousKVCache, each sequence's KV contiguous in a slice of one
+/// reservation, physical granules mapped as it grows. Defined in virtual_manager.cpp, beside the
+/// learner's header; only the programs that serve it link that file (exercise 07's engine stage
+/// does not), so the engine reaches it through EngineOptions::make_virtual.
+[[nodiscard]] std::unique_ptr<BlockManager> make_virtual_manager(const VirtualLimits& limits);
 
 }  // namespace alloclab::engine

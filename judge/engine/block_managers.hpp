@@ -1,6 +1,7 @@
-// Three ways to give KV blocks to requests, behind one interface (block_manager.hpp), so that
+// Four ways to give KV memory to requests, behind one interface (block_manager.hpp), so that
 // the same scheduler and model can be measured with each: `reserve` here, `paged` and `prefix`
-// in paged_manager.cpp, over exercise 07's manager.
+// in paged_manager.cpp, over exercise 07's manager, and `virtual` in virtual_manager.cpp, over
+// exercise 08's contiguous KV cache.
 #pragma once
 
 #include <algorithm>
@@ -176,6 +177,13 @@ class CountedManager final : public BlockManager {
   }
   bool grows() const override { return m_->grows(); }
   std::string audit(int sequences) const override { return m_->audit(sequences); }
+  bool contiguous() const override { return m_->contiguous(); }
+  float* contiguous_kv(int seq) const override {
+    HeapTally t(count_, allocations_);
+    return m_->contiguous_kv(seq);
+  }
+  std::optional<KvMemory> memory() const override { return m_->memory(); }
+  void sleep() override { m_->sleep(); }
 
  private:
   std::unique_ptr<BlockManager> m_;
@@ -183,16 +191,23 @@ class CountedManager final : public BlockManager {
   mutable std::uint64_t allocations_ = 0;
 };
 
-enum class ManagerKind { prefix, paged, reserve };
+enum class ManagerKind { prefix, paged, reserve, virtual_memory };
 
 [[nodiscard]] inline std::optional<ManagerKind> manager_by_name(std::string_view n) noexcept {
   if (n == "prefix") return ManagerKind::prefix;
   if (n == "paged") return ManagerKind::paged;
   if (n == "reserve") return ManagerKind::reserve;
+  if (n == "virtual") return ManagerKind::virtual_memory;
   return std::nullopt;
 }
 [[nodiscard]] inline const char* manager_name(ManagerKind k) noexcept {
-  return k == ManagerKind::prefix ? "prefix" : k == ManagerKind::paged ? "paged" : "reserve";
+  switch (k) {
+    case ManagerKind::prefix: return "prefix";
+    case ManagerKind::paged: return "paged";
+    case ManagerKind::reserve: return "reserve";
+    case ManagerKind::virtual_memory: return "virtual";
+  }
+  return "?";
 }
 
 /// The fewest blocks on which a manager of kind `k` can serve one request alone (`prompt`
@@ -200,14 +215,19 @@ enum class ManagerKind { prefix, paged, reserve };
 /// budget below it can never serve the request. `reserve` takes its whole reservation once per
 /// sample, as `blocks_to_admit` says; a paged manager takes the blocks of the prompt and of
 /// every new token, and one more per sample for the copy-on-write of the shared last block.
-/// With nothing running, the engine admits without a watermark, so none is added.
+/// With nothing running, the engine admits without a watermark, so none is added. `virtual` is
+/// counted as a paged manager: its fork copies the partly filled granule at once rather than at
+/// the child's first token, one granule per sample all the same (where a granule is a block).
 [[nodiscard]] inline int blocks_to_serve(ManagerKind k, int prompt, int new_tokens, int max_tokens, int samples,
                                          int block_tokens) {
   if (k == ManagerKind::reserve) return ceil_div(max_tokens, block_tokens) * samples;
   return ceil_div(prompt + new_tokens, block_tokens) + samples;
 }
 
+/// The manager of kind `k`; `virtual` is made by make_virtual_manager, with the engine's limits.
 [[nodiscard]] inline std::unique_ptr<BlockManager> make_manager(ManagerKind k, int num_blocks, int block_tokens) {
+  if (k == ManagerKind::virtual_memory)
+    throw std::invalid_argument("make_manager: the virtual manager is made by make_virtual_manager");
   if (k == ManagerKind::reserve) return std::make_unique<ReserveManager>(num_blocks, block_tokens);
   return make_paged_manager(num_blocks, block_tokens, k == ManagerKind::prefix);
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "block_managers.hpp"
 
@@ -20,6 +21,9 @@ struct EngineOptions {
   bool two_threads = true;     // the model runner on its own thread, fed through the ring
   std::uint64_t (*heap_count)() = nullptr;       // reads the process's heap allocation counter
   void (*on_finish)(int finished, int total) = nullptr;  // progress
+  // How the `virtual` manager is made (make_virtual_manager): only the programs that link
+  // virtual_manager.cpp, beside exercise 08's header, can serve with it.
+  std::unique_ptr<BlockManager> (*make_virtual)(const VirtualLimits&) = nullptr;
 };
 
 }  // namespace alloclab::engine

@@ -1,6 +1,8 @@
 // What the served engine measures as it runs: latency, the timeline, KV utilization, where the
-// steps' time went, and whose heap allocations each step made.
+// steps' time went, whose heap allocations each step made, and what became of the KV memory.
 #pragma once
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -32,7 +34,8 @@ class Metrics {
     }
     // Every step samples at least one token it keeps, so the trace takes at most `generated` steps.
     stats_.timeline.reserve(generated);
-    for (auto* per_step : {&heap_per_step_, &manager_heap_per_step_, &allocator_heap_per_step_})
+    for (auto* per_step : {&heap_per_step_, &manager_heap_per_step_, &allocator_heap_per_step_, &faults_per_step_,
+                           &maps_per_step_, &unmaps_per_step_})
       per_step->reserve(generated);
     arrived_step_.resize(trace.requests.size());
     arrived_seconds_.resize(trace.requests.size());
@@ -48,6 +51,11 @@ class Metrics {
     start_ = std::chrono::steady_clock::now();
     heap_mark_ = heap_count_ ? heap_count_() : 0;
     manager_mark_ = manager_.allocations();
+    faults_mark_ = minor_faults();
+    if (const auto m = manager_.memory()) {
+      memory_mark_ = *m;
+      committed_peak_ = m->committed_bytes;
+    }
   }
 
   /// Seconds since the run began.
@@ -147,6 +155,28 @@ class Metrics {
     manager_mark_ = manager;
   }
 
+  /// Each step's minor page faults and the manager's map and unmap calls, counted as the heap is;
+  /// the most bytes committed to a manager's own memory at the end of a step.
+  void count_memory() {
+    const std::uint64_t faults = minor_faults();
+    faults_per_step_.push_back(faults - faults_mark_);
+    faults_mark_ = faults;
+    if (const auto m = manager_.memory()) {
+      maps_per_step_.push_back(m->map_calls - memory_mark_.map_calls);
+      unmaps_per_step_.push_back(m->unmap_calls - memory_mark_.unmap_calls);
+      committed_peak_ = std::max(committed_peak_, m->committed_bytes);
+      memory_mark_ = *m;
+    }
+  }
+
+  /// The minor page faults of the whole process so far (both threads: the runner's first writes
+  /// to new KV pages are among them).
+  static std::uint64_t minor_faults() noexcept {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return static_cast<std::uint64_t>(u.ru_minflt);
+  }
+
   /// The figures of the whole run: the steps, the batches, the cache's hits and copies, the heap.
   void summarize(RunStats& stats) const {
     stats = stats_;
@@ -164,6 +194,10 @@ class Metrics {
     stats.heap.allocators = steady_state_mean(allocator_heap_per_step_);
     stats.heap.engine =
         std::max(0.0, stats.heap_allocations_per_step - stats.heap.kv_cache_manager - stats.heap.allocators);
+    stats.memory.minor_faults_per_step = steady_state_mean(faults_per_step_);
+    stats.memory.map_calls_per_step = steady_state_mean(maps_per_step_);
+    stats.memory.unmap_calls_per_step = steady_state_mean(unmaps_per_step_);
+    stats.memory.committed_peak_bytes = committed_peak_;
   }
 
  private:
@@ -181,6 +215,10 @@ class Metrics {
   long util_steps_ = 0;
   std::vector<std::uint64_t> heap_per_step_, manager_heap_per_step_, allocator_heap_per_step_;
   std::uint64_t heap_mark_ = 0, manager_mark_ = 0;  // the counts at the end of the step before
+  std::vector<std::uint64_t> faults_per_step_, maps_per_step_, unmaps_per_step_;
+  std::uint64_t faults_mark_ = 0;
+  KvMemory memory_mark_;
+  std::size_t committed_peak_ = 0;
 };
 
 }  // namespace alloclab::engine

@@ -51,7 +51,8 @@ struct KVLayout {
 
 /// How one sequence's KV is found: its buffer, and its block table (null for a contiguous
 /// buffer, where the slot of position p is p). Attention reads position j at slot
-/// slot_of(table, j, block_tokens) (arithmetic.hpp): PagedAttention's indirection.
+/// slot_of(table, j, block_tokens) (arithmetic.hpp): PagedAttention's indirection; without a
+/// table, at base + j * token_stride, and the layout must then be the contiguous one.
 struct SeqKV {
   float* base;
   const int* table;
@@ -239,21 +240,35 @@ class Model {
     return base + static_cast<std::size_t>(r) * static_cast<std::size_t>(width);
   }
 
-  /// Grouped-query attention of one row over positions 0..position of its sequence, read
-  /// through its block table. Scores, the softmax and the weighted sum of V all run in
-  /// position order, whatever the batch.
+  /// Grouped-query attention of one row over positions 0..position of its sequence. Two ways to
+  /// find position j's K (its V follows at v_offset): through the sequence's block table
+  /// (PagedAttention's indirection), or, for a sequence without one, in the contiguous layout, at
+  /// its base plus j times the token stride (vAttention's: the plain engine's vectors and the
+  /// `virtual` manager's slices). The arithmetic is the same either way.
   void attend(const BatchView& b, int l, int r, const float* q, float* scores, float* out) const noexcept {
-    const int d = c_.head_dim, group = c_.heads / c_.kv_heads, ctx = b.positions[r] + 1;
     const SeqKV& s = b.seqs[b.seq_of_row[r]];
-    const int bt = b.layout.block_tokens;
+    if (s.table) {
+      const int bt = b.layout.block_tokens;
+      attend_over([&](int j) { return s.base + b.layout.key(l, slot_of(s.table, j, bt)); }, b, r, q, scores, out);
+    } else {
+      const float* first = s.base + b.layout.key(l, 0);
+      const std::size_t stride = b.layout.token_stride;
+      attend_over([=](int j) { return first + static_cast<std::size_t>(j) * stride; }, b, r, q, scores, out);
+    }
+  }
+
+  /// Attention of row `r`, position j's K of layer l at key_at(j). Scores, the softmax and the
+  /// weighted sum of V all run in position order, whatever the batch.
+  template <class KeyAt>
+  void attend_over(KeyAt key_at, const BatchView& b, int r, const float* q, float* scores, float* out) const noexcept {
+    const int d = c_.head_dim, group = c_.heads / c_.kv_heads, ctx = b.positions[r] + 1;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     for (int h = 0; h < c_.heads; ++h) {
       const int kvh = h / group;
       const float* qh = q + h * d;
       float m = -INFINITY;
       for (int j = 0; j < ctx; ++j) {
-        const int slot = s.table ? slot_of(s.table, j, bt) : j;
-        scores[j] = head_dot(qh, s.base + b.layout.key(l, slot) + kvh * d, d) * scale;
+        scores[j] = head_dot(qh, key_at(j) + kvh * d, d) * scale;
         m = std::max(m, scores[j]);
       }
       float sum = 0.0f;
@@ -264,8 +279,7 @@ class Model {
       float* o = out + h * d;
       std::fill_n(o, d, 0.0f);
       for (int j = 0; j < ctx; ++j) {
-        const int slot = s.table ? slot_of(s.table, j, bt) : j;
-        const float* vj = s.base + b.layout.key(l, slot) + b.layout.v_offset + kvh * d;
+        const float* vj = key_at(j) + b.layout.v_offset + kvh * d;
         const float p = scores[j];
         for (int i = 0; i < d; ++i) o[i] += p * vj[i];
       }

@@ -3,45 +3,30 @@
 // learner's header, so that an edit of it recompiles this file alone, not the model, the kernels
 // and the scheduler; what crosses the seam is converted field by field into the engine's types.
 //
-// Every call into the manager is guarded: an exception it throws leaves here as a ManagerError
-// that names the call and its arguments, so that `serve` reports "admit(request 12, a 96-token
-// prompt) threw std::invalid_argument: ..." rather than a crash.
+// Every call into the manager is guarded (guarded_calls.hpp): an exception it throws leaves here
+// as a ManagerError that names the call and its arguments.
 #include <memory>
-#include <new>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arithmetic.hpp"
 #include "block_manager.hpp"
+#include "guarded_calls.hpp"
 #include "kv_cache_manager.hpp"
 
 namespace alloclab::engine {
 namespace {
 
-const char* kind_of(const std::exception& e) {
-  if (dynamic_cast<const std::invalid_argument*>(&e)) return "std::invalid_argument";
-  if (dynamic_cast<const std::out_of_range*>(&e)) return "std::out_of_range";
-  if (dynamic_cast<const std::logic_error*>(&e)) return "std::logic_error";
-  if (dynamic_cast<const std::bad_alloc*>(&e)) return "std::bad_alloc";
-  if (dynamic_cast<const std::runtime_error*>(&e)) return "std::runtime_error";
-  return "a std::exception";
-}
-
 /// Runs one call of the learner's manager; `said` describes it, and is only built when it throws.
 template <class Call, class Said>
 decltype(auto) guarded(Call&& call, Said&& said) {
-  try {
-    return call();
-  } catch (const std::exception& e) {
-    throw ManagerError("KVCacheManager::" + said() + " threw " + kind_of(e) + ": " + e.what());
-  } catch (...) {
-    throw ManagerError("KVCacheManager::" + said() + " threw something that is not a std::exception");
-  }
+  return seam::guarded("KVCacheManager", std::forward<Call>(call), std::forward<Said>(said));
 }
 
-std::string request(int seq) { return "request " + std::to_string(seq); }
+using seam::request;
 
 class PagedManager final : public BlockManager {
  public:

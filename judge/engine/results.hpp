@@ -50,6 +50,16 @@ struct AllocatorUse {
   std::size_t evictions = 0;                          // 07: cached blocks evicted to make room
 };
 
+/// What became of the KV cache's memory: the map and unmap calls of a manager that maps its own
+/// (none for the others), the minor page faults of the whole process (each a page touched for the
+/// first time: the system commits it then), per steady-state step, and the bytes committed to
+/// the KV cache at the peak, after the run, and after sleep.
+struct KvMemoryUse {
+  double map_calls_per_step = 0, unmap_calls_per_step = 0, minor_faults_per_step = 0;
+  std::size_t committed_peak_bytes = 0, committed_after_bytes = 0;
+  long long committed_after_sleep_bytes = -1;  // -1: the manager keeps no memory of its own to sleep
+};
+
 struct RunStats {
   int requests = 0, finished = 0;
   long generated_tokens = 0;
@@ -70,6 +80,7 @@ struct RunStats {
   Latency latency;
   TimeSplit split;
   AllocatorUse allocators;
+  KvMemoryUse memory;
   std::vector<StepRecord> timeline;
 };
 

@@ -1,7 +1,7 @@
 // alloclab_serve: serves one trace with one block manager and prints what it measured as one
 // JSON object. `python3 judge/judge.py serve` runs it and draws the timeline.
 //
-//   alloclab_serve [--trace chat|tiny] [--manager prefix|paged|reserve] [--model default|tiny]
+//   alloclab_serve [--trace chat|tiny] [--manager prefix|paged|reserve|virtual] [--model default|tiny]
 //                  [--seed S] [--kv-blocks N] [--no-plain] [--roofline] [--progress]
 //
 // --roofline measures this machine's memory bandwidth and matmul rate first (about a second) and
@@ -177,7 +177,7 @@ Args parse_args(int argc, char** argv) {
       if (a.trace != "chat" && a.trace != "tiny") usage("--trace must be chat or tiny, not '" + std::string(a.trace) + "'");
     } else if (arg == "--manager") {
       a.manager = value("--manager");
-      if (!manager_by_name(a.manager)) usage("--manager must be prefix, paged or reserve, not '" + std::string(a.manager) + "'");
+      if (!manager_by_name(a.manager)) usage("--manager must be prefix, paged, reserve or virtual, not '" + std::string(a.manager) + "'");
     } else if (arg == "--model") {
       a.model = value("--model");
       if (!model_by_name(a.model)) usage("--model must be default or tiny, not '" + std::string(a.model) + "'");
@@ -218,6 +218,7 @@ EngineOptions options_for(const Args& a, const Trace& trace) {
     usage("--kv-blocks " + std::to_string(o.kv_blocks) + " cannot serve the largest request of '" + std::string(a.trace) +
           "' under " + manager_name(manager) + ": it needs " + std::to_string(needed));
   o.heap_count = heap_allocations;
+  o.make_virtual = make_virtual_manager;
   if (a.progress) o.on_finish = print_progress;
   return o;
 }
@@ -279,6 +280,18 @@ void print_allocators(const AllocatorUse& u) {
               u.step_lists_upstream_bytes, u.ring_bytes, u.ring_peak_step_bytes, u.ring_capacity_bytes, u.evictions);
 }
 
+void print_memory(const KvMemoryUse& m) {
+  std::printf("\"memory\": {\"map_calls_per_step\": %.3f, \"unmap_calls_per_step\": %.3f, "
+              "\"minor_faults_per_step\": %.3f, \"committed_peak_bytes\": %zu, \"committed_after_bytes\": %zu, "
+              "\"committed_after_sleep_bytes\": ",
+              m.map_calls_per_step, m.unmap_calls_per_step, m.minor_faults_per_step, m.committed_peak_bytes,
+              m.committed_after_bytes);
+  if (m.committed_after_sleep_bytes < 0)
+    std::printf("null}, ");
+  else
+    std::printf("%lld}, ", m.committed_after_sleep_bytes);
+}
+
 void print_timeline(const std::vector<StepRecord>& tl) {
   std::printf("\"timeline\": {");
   print_int_array("running_blocks", tl, [](const StepRecord& r) { return r.running_blocks; });
@@ -325,6 +338,7 @@ void print_json(const Args& a, const Trace& trace, const ModelConfig& config, co
   print_latency(s.latency);
   print_time_split(s.split, config, ceilings);
   print_allocators(s.allocators);
+  print_memory(s.memory);
   print_timeline(s.timeline);
   std::printf("}\n");
 }

@@ -1,5 +1,5 @@
-// The served engine: continuous batching over a paged KV cache, with the kit's six
-// allocators each where a real engine would use it.
+// The served engine: continuous batching over a paged KV cache (or, with the `virtual` manager,
+// exercise 08's contiguous one), with the kit's allocators each where a real engine would use it.
 //
 //   01 Arena              the scheduler's per-step metadata (token ids, positions, slot
 //                         mapping, block tables, context lengths), reset after every step
@@ -40,13 +40,17 @@ namespace alloclab::engine {
 class ServedEngine {
  public:
   ServedEngine(const Model& model, const Trace& trace, const EngineOptions& o)
-      : trace_(trace), o_(checked(o, model.config(), trace)), layout_(KVLayout::paged(model.config(), o_.block_tokens)),
-        manager_(std::make_unique<CountedManager>(make_manager(o_.manager, o_.kv_blocks, o_.block_tokens), o_.heap_count)),
+      : trace_(trace), o_(checked(o, model.config(), trace)),
+        // A contiguous manager keeps each sequence's KV in its own memory, position after position.
+        layout_(contiguous(o_) ? KVLayout::contiguous(model.config()) : KVLayout::paged(model.config(), o_.block_tokens)),
+        manager_(std::make_unique<CountedManager>(manager_for(o_, model.config()), o_.heap_count)),
         metrics_(trace, *manager_, o_.kv_blocks, o_.block_tokens, o_.heap_count),
         scheduler_(trace, *manager_, metrics_, o_),
         // A step samples one token per decoding sequence and one per sample of each prompt it
         // computes; admission keeps every sequence and every sample to come within max_seqs.
-        runner_(model, layout_, o_.kv_blocks, o_.max_seqs, o_.two_threads, o_.heap_count), arena_(kArenaBytes),
+        // The runner's KV buffer holds the block managers' KV; a contiguous manager needs none.
+        runner_(model, layout_, contiguous(o_) ? 0 : o_.kv_blocks, o_.max_seqs, o_.two_threads, o_.heap_count),
+        arena_(kArenaBytes),
         step_buffer_(kStepBufferBytes) {}
 
   ServedEngine(const ServedEngine&) = delete;
@@ -69,6 +73,7 @@ class ServedEngine {
     stats.leak = manager_->audit(scheduler_.sequences_made());
     if (stats.leak.empty() && scheduler_.live_sequences() != 0)
       stats.leak = std::to_string(scheduler_.live_sequences()) + " sequence objects are still alive";
+    sleep_after_the_run(stats);
     stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     stats.cpu_seconds = process_cpu_seconds() - cpu_start;
     stats.requests = static_cast<int>(trace_.requests.size());
@@ -99,6 +104,36 @@ class ServedEngine {
     timespec t{};
     ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  }
+
+  static bool contiguous(const EngineOptions& o) noexcept { return o.manager == ManagerKind::virtual_memory; }
+
+  /// The manager `o` asks for; `virtual` gets the engine's limits: a slice for every sequence
+  /// that can run at once, each as long as the model's positions.
+  static std::unique_ptr<BlockManager> manager_for(const EngineOptions& o, const ModelConfig& c) {
+    if (!contiguous(o)) return make_manager(o.manager, o.kv_blocks, o.block_tokens);
+    if (!o.make_virtual)
+      throw std::invalid_argument("ServedEngine: the virtual manager needs EngineOptions::make_virtual, from "
+                                  "virtual_manager.cpp, which this program does not link");
+    return o.make_virtual({o.kv_blocks, o.block_tokens, c.kv_bytes_per_token(), o.max_seqs, c.max_positions});
+  }
+
+  /// The KV memory after the run: what stays committed (the KV buffer, or a manager's own memory
+  /// with its idle granules kept for reuse), and what sleep leaves of a manager's own, which must
+  /// be nothing: sleep gives every granule back.
+  void sleep_after_the_run(RunStats& stats) {
+    const auto before = manager_->memory();
+    if (!before) {
+      stats.memory.committed_peak_bytes = stats.memory.committed_after_bytes = runner_.kv_bytes();
+      return;
+    }
+    stats.memory.committed_after_bytes = before->committed_bytes;
+    if (!stats.leak.empty()) return;  // a manager that lost track of its memory is not put to sleep
+    manager_->sleep();
+    const std::size_t after = manager_->memory()->committed_bytes;
+    stats.memory.committed_after_sleep_bytes = static_cast<long long>(after);
+    if (after != 0)
+      stats.leak = std::to_string(after) + " bytes stay committed after sleep, which must give every granule back";
   }
 
   /// The options, refused before any member is built from them when they cannot serve `trace`.
@@ -135,6 +170,7 @@ class ServedEngine {
       finished += done;
       if (done && o_.on_finish) o_.on_finish(finished, total_requests);
       metrics_.count_heap(scheduler_.take_allocator_heap() + runner_.take_allocator_heap());
+      metrics_.count_memory();
     }
   }
 

@@ -43,6 +43,7 @@ struct StepMetadata {
   int *tokens, *positions, *slots, *seq_of_row;  // per row
   int *tables, *table_at, *logit_rows;            // every block table, end to end; per sequence
   SampleJob* jobs;                                // per sequence
+  float** bases = nullptr;                        // per sequence, a contiguous manager's KV (no tables then)
   int arrays = 0;                                 // arrays taken from the arena for this step
 };
 
@@ -74,15 +75,20 @@ inline int checked_slot(const BlockManager& m, int seq, int position, int slot_e
 
 /// The metadata of a step that decodes `decode` (their last token each) and computes `prefill`
 /// (each prompt from its first uncached token): one row per token, one block table and one
-/// sampling job per sequence. Allocated from `arena`, to be reset once the step is done.
+/// sampling job per sequence. Allocated from `arena`, to be reset once the step is done. A
+/// contiguous manager's sequences have a base each instead of a block table, and a row's slot is
+/// its position.
 inline StepMetadata describe_step(Arena& arena, const BlockManager& m, std::span<Sequence* const> decode,
                                   std::span<Sequence* const> prefill, int kv_blocks, int block_tokens) {
   StepMetadata d;
+  const bool contiguous = m.contiguous();
   d.rows = static_cast<int>(decode.size());
   for (const Sequence* s : prefill) d.rows += static_cast<int>(s->tokens.size()) - s->computed;
   d.seqs = static_cast<int>(decode.size() + prefill.size());
-  for (const Sequence* s : decode) d.table_ints += static_cast<int>(m.block_table(s->id).size());
-  for (const Sequence* s : prefill) d.table_ints += static_cast<int>(m.block_table(s->id).size());
+  if (!contiguous) {
+    for (const Sequence* s : decode) d.table_ints += static_cast<int>(m.block_table(s->id).size());
+    for (const Sequence* s : prefill) d.table_ints += static_cast<int>(m.block_table(s->id).size());
+  }
 
   const auto rows = static_cast<std::size_t>(d.rows), seqs = static_cast<std::size_t>(d.seqs);
   d.tokens = arena.alloc_array<int>(rows);
@@ -94,18 +100,29 @@ inline StepMetadata describe_step(Arena& arena, const BlockManager& m, std::span
   d.logit_rows = arena.alloc_array<int>(seqs);
   d.jobs = arena.alloc_array<SampleJob>(seqs);
   d.arrays = 8;  // the eight arrays above
+  if (contiguous) {
+    d.bases = arena.alloc_array<float*>(seqs);
+    ++d.arrays;
+  }
   int row = 0, t = 0, si = 0, out = 0;
   const int slot_end = kv_blocks * block_tokens;
   auto add_seq = [&](const Sequence* s, int from) {
-    const std::span<const int> table = detail::checked_table(m, s->id, kv_blocks);
     d.table_at[si] = t;
-    std::copy(table.begin(), table.end(), d.tables + t);
-    t += static_cast<int>(table.size());
+    if (contiguous) {
+      d.bases[si] = m.contiguous_kv(s->id);
+      if (d.bases[si] == nullptr)
+        throw std::logic_error("ServedEngine: the contiguous manager gave request " + std::to_string(s->id) +
+                               " no KV memory");
+    } else {
+      const std::span<const int> table = detail::checked_table(m, s->id, kv_blocks);
+      std::copy(table.begin(), table.end(), d.tables + t);
+      t += static_cast<int>(table.size());
+    }
     const int len = static_cast<int>(s->tokens.size());
     for (int p = from; p < len; ++p, ++row) {
       d.tokens[row] = s->tokens[static_cast<std::size_t>(p)];
       d.positions[row] = p;
-      d.slots[row] = detail::checked_slot(m, s->id, p, slot_end);
+      d.slots[row] = contiguous ? p : detail::checked_slot(m, s->id, p, slot_end);
       d.seq_of_row[row] = si;
     }
     d.logit_rows[si] = row - 1;
@@ -151,7 +168,8 @@ inline const StepInput* pack_step(RingBumpAllocator& ring, std::size_t ring_byte
   in->jobs = put(d.jobs, seqs);
   in->copies = put(copies.data(), copies.size());
   SeqKV* seq_kv = put(static_cast<const SeqKV*>(nullptr), 0);
-  for (std::size_t i = 0; i < seqs; ++i) seq_kv[i] = {kv, tables + d.table_at[i]};
+  for (std::size_t i = 0; i < seqs; ++i)
+    seq_kv[i] = d.bases ? SeqKV{d.bases[i], nullptr} : SeqKV{kv, tables + d.table_at[i]};
   in->batch = {d.rows, tokens, positions, slots, seq_of_row, seq_kv, layout, d.seqs, logit_rows};
   in->job_count = d.seqs;
   in->copy_count = static_cast<int>(copies.size());

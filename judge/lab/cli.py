@@ -96,9 +96,11 @@ def _serve(p: argparse.ArgumentParser) -> None:
                         "the others; reference: the references only")
     p.add_argument("--manager", choices=MANAGERS,
                    help="the KV block manager: prefix (the default: paged, with prefix caching), paged (caching "
-                        "off) or reserve (a request's every block taken at admission, as before paging)")
+                        "off), reserve (a request's every block taken at admission, as before paging) or virtual "
+                        "(exercise 08's contiguous KV cache on the same bytes)")
     p.add_argument("--compare", action="store_true",
-                   help="serve the trace with reserve, paged and prefix on the same KV budget and set them side by side")
+                   help="serve the trace with reserve, paged, prefix and virtual on the same KV budget and set them side "
+                        "by side")
     p.add_argument("--json", action="store_true",
                    help="print the figures as one JSON object (with --compare, a list of one per manager)")
     p.add_argument("--out", type=Path, metavar="DIR", help="where to draw timeline.svg (default build/serve)")
@@ -106,7 +108,7 @@ def _serve(p: argparse.ArgumentParser) -> None:
                    help="serve each manager N times, in turn, and show each by its median run (default: 3 with "
                         "--compare, else 1)")
     p.add_argument("--sweep", action="store_true",
-                   help="serve the three managers over KV budgets from the smallest reserve can run at to 4 times "
+                   help="serve the four managers over KV budgets from the smallest reserve can run at to 4 times "
                         "that, and draw tokens/s against the budget (sweep.svg)")
     p.add_argument("--kv-blocks", type=int, metavar="N", help="the KV budget, in blocks (default: the smallest "
                    "that reserve can serve the trace with)")

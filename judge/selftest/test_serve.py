@@ -77,6 +77,9 @@ class ParseTest(unittest.TestCase):
             json.dumps(result(timeline=[])): "timeline is not an object",
             json.dumps(result(timeline=dict(RESULT["timeline"], preempted=None))): "timeline.preempted",
             json.dumps(broken_timeline): "differ in length: running_blocks 48",
+            json.dumps(result(memory=dict(RESULT["memory"], minor_faults_per_step=None))): "memory.minor_faults_per_step",
+            json.dumps(result(memory=dict(RESULT["memory"], committed_after_sleep_bytes="none"))):
+                "memory.committed_after_sleep_bytes is 'none'",
         }
         for text, said in cases.items():
             with self.subTest(said=said), self.assertRaises(ValueError) as caught:
@@ -210,7 +213,7 @@ class SweepWordsTest(unittest.TestCase):
         self.assertEqual(circles(zh), circles(en), "the points are drawn where the English draws them")
         text = " ".join(zh.itertext())
         for words in ("每秒 token 数随 KV 预算的变化", "每秒生成的 token 数", "KV 预算，单位为 16 个 token 的块",
-                      "chat trace，default 模型，共 6 次运行"):
+                      f"chat trace，default 模型，共 {len(self.POINTS)} 次运行"):
             self.assertIn(words, text)
         self.assertEqual(set(serve.SWEEP_WORDS["en"]), set(serve.SWEEP_WORDS["zh"]), "a word lacks its translation")
 
@@ -407,24 +410,26 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(len(data["with"]), len(cat.load().exercises))
         self.assertIn("Building the serving engine", err)   # what it says goes to standard error
 
-    def test_compare_serves_three_managers_on_one_budget(self):
+    def test_compare_serves_four_managers_on_one_budget(self):
         ok, out, _ = self.serve("--compare", "--json", "--repeat", "1")
         self.assertTrue(ok)
         data = json.loads(out)
-        self.assertEqual([d["manager"] for d in data], ["reserve", "paged", "prefix"])
+        self.assertEqual([d["manager"] for d in data], ["reserve", "paged", "prefix", "virtual"])
         runs = self.log.read_text().splitlines()
-        self.assertEqual(len(runs), 3)
+        self.assertEqual(len(runs), 4)
         self.assertNotIn("--kv-blocks", runs[0])
         self.assertTrue(all(f"--kv-blocks {RESULT['kv_blocks']}" in r for r in runs[1:]))
         self.assertNotIn("--no-plain", runs[0])
         self.assertTrue(all("--no-plain" in r for r in runs[1:]), "the plain engine runs once, with the first run")
         self.assertEqual(sorted(p.name for p in self.out.iterdir()),
-                         ["timeline-paged.svg", "timeline-prefix.svg", "timeline-reserve.svg", "zh"])
+                         ["timeline-paged.svg", "timeline-prefix.svg", "timeline-reserve.svg", "timeline-virtual.svg",
+                          "zh"])
         self.assertEqual(sorted(p.name for p in (self.out / "zh").iterdir()),
-                         ["timeline-paged.svg", "timeline-prefix.svg", "timeline-reserve.svg"],
+                         ["timeline-paged.svg", "timeline-prefix.svg", "timeline-reserve.svg", "timeline-virtual.svg"],
                          "each timeline has its Chinese twin")
         ok, out, _ = self.serve("--compare")
         self.assertIn("paged ÷ reserve, tokens/s", out)
+        self.assertIn("virtual ÷ paged, tokens/s", out)
 
     def test_compare_json_keeps_what_it_judged_as_the_schema_describes(self):
         ok, out, _ = self.serve("--compare", "--json", "--with", "reference")
@@ -437,12 +442,15 @@ class CommandTest(unittest.TestCase):
                          {"mean_batch", "kv_utilization", "preemptions", "prefix_hit_rate", "prefill_tokens"})
         self.assertTrue(all(c["met"] for c in data["paged"]["judged"] + data["prefix"]["judged"]))
         self.assertNotIn("judged", data["reserve"], "reserve is the kit's manager, not the learner's")
+        self.assertEqual({(c["what"], c["against"]) for c in data["virtual"]["judged"]},
+                         {("kv_utilization", "paged"), ("committed_after_sleep_bytes", "target")})
+        self.assertTrue(all(c["met"] for c in data["virtual"]["judged"]))
 
     def test_compare_serves_the_managers_in_turn_three_times_and_shows_the_medians(self):
         ok, out, _ = self.serve("--compare", "--json")
         self.assertTrue(ok)
         managers = [line.split("--manager ")[1].split()[0] for line in self.log.read_text().splitlines()]
-        self.assertEqual(managers, ["reserve", "paged", "prefix"] * 3)
+        self.assertEqual(managers, ["reserve", "paged", "prefix", "virtual"] * 3)
         data = json.loads(out)
         self.assertTrue(all(len(d["runs_tokens_per_second"]) == 3 for d in data))
         self.assertTrue(all(d["matches_plain_engine"] for d in data), "later runs are compared by digest")
@@ -454,10 +462,11 @@ class CommandTest(unittest.TestCase):
     def test_the_reference_managers_heap_count_stands_beside_the_managers_own(self):
         ok, out, _ = self.serve("--compare", "--json", "--repeat", "1", "--with", "reference")
         data = {d["manager"]: d for d in json.loads(out)}
-        self.assertEqual(len(self.log.read_text().splitlines()), 3, "the reference's count needs no run of its own")
+        self.assertEqual(len(self.log.read_text().splitlines()), 4, "the reference's count needs no run of its own")
         for m in ("paged", "prefix"):
             self.assertEqual(data[m]["reference_manager_heap_per_step"], data[m]["heap_per_step"]["kv_cache_manager"])
         self.assertNotIn("reference_manager_heap_per_step", data["reserve"], "reserve is the kit's manager, not 07's")
+        self.assertNotIn("reference_manager_heap_per_step", data["virtual"], "virtual is exercise 08's cache, not 07's")
 
     def test_a_learners_manager_is_served_once_more_with_the_reference_for_its_heap_count(self):
         header = FAKE   # it stands in for a learner's header: the build is the fake's
@@ -494,7 +503,7 @@ class CommandTest(unittest.TestCase):
 
         def run(*args, **kwargs):
             calls.append(args)
-            return result(tokens_digest="f" * 16 if len(calls) == 5 else RESULT["tokens_digest"],
+            return result(tokens_digest="f" * 16 if len(calls) == 6 else RESULT["tokens_digest"],
                           matches_plain_engine=True if len(calls) == 1 else None)
         with mock.patch.object(serve, "run", run):
             ok, out, _ = self.serve("--compare")
@@ -505,7 +514,7 @@ class CommandTest(unittest.TestCase):
         ok, out, _ = self.serve("--sweep")
         self.assertTrue(ok, out)
         runs = self.log.read_text().splitlines()
-        self.assertEqual(len(runs), 3 * len(serve.SWEEP_FACTORS))
+        self.assertEqual(len(runs), len(serve.COMPARED) * len(serve.SWEEP_FACTORS))
         budgets = sorted({int(r.split("--kv-blocks ")[1].split()[0]) for r in runs if "--kv-blocks" in r})
         base = RESULT["kv_blocks"]
         self.assertEqual(budgets, sorted({round(base * f) for f in serve.SWEEP_FACTORS}))
@@ -618,7 +627,8 @@ class CheckStepTest(unittest.TestCase):
         from lab.maintainer import check
         runs = {"reserve": result(manager="reserve"), "paged": result(manager="paged", peak_running=70),
                 "prefix": result(manager="prefix", heap_per_step={"engine": 2.0, "kv_cache_manager": 1.0,
-                                                                  "allocators": 0.0})}
+                                                                  "allocators": 0.0}),
+                "virtual": result(manager="virtual")}
         calls = []
 
         def run(binary, trace, manager, timeout, kv_blocks=None, **kwargs):
@@ -735,6 +745,34 @@ class VerdictTest(unittest.TestCase):
         lines = "\n".join(serve.compare_verdict(results))
         self.assertIn(f"{ui.FAIL} paged mean batch: 2.00 (reference 5.40): a smaller batch", lines)
         self.assertTrue(serve.judge_managers({"paged": result(manager="paged", reference_manager=self.reference())}))
+
+    def virtual(self, **memory) -> dict:
+        return result(manager="virtual", memory={**RESULT["memory"], "committed_after_sleep_bytes": 0, **memory})
+
+    def test_the_virtual_manager_is_judged_against_paged_on_its_budget_and_by_its_sleep(self):
+        paged = result(manager="paged", kv_utilization=0.96)
+        checks = verdict.virtual_checks(dict(self.virtual(), kv_utilization=0.9599), paged)
+        self.assertTrue(all(c.met for c in checks), "a detail below paged's utilization is within the margin")
+        self.assertEqual([(c.what, c.against) for c in checks],
+                         [("kv_utilization", "paged"), ("committed_after_sleep_bytes", "target")])
+        wasteful = dict(self.virtual(committed_after_sleep_bytes=32768), kv_utilization=0.72)
+        results = {"paged": paged, "virtual": wasteful}
+        self.assertFalse(serve.judge_managers(results))
+        lines = "\n".join(serve.compare_verdict(results))
+        self.assertIn(f"{ui.FAIL} virtual KV utilization: 72.0 % (paged 96.0 %)", lines)
+        self.assertIn(f"{ui.FAIL} virtual bytes committed after sleep: 32.0 KiB (target 0 B): sleep left memory", lines)
+        alone = verdict.virtual_checks(self.virtual(committed_after_sleep_bytes=None), None)
+        self.assertEqual([(c.what, c.met) for c in alone], [("committed_after_sleep_bytes", False)],
+                         "a run that never slept has not given its memory back")
+
+    def test_the_virtual_managers_run_tells_of_exercise_08_not_07(self):
+        text = " ".join(serve.summary(self.virtual(map_calls_per_step=1.92, unmap_calls_per_step=1.93)).split())
+        self.assertIn("08 virtual memory: 1.92 granules mapped and 1.93 unmapped a step", text)
+        self.assertIn("0 B after sleep", text)
+        self.assertNotIn("07 KV cache manager", text, "exercise 08's cache served, not exercise 07's manager")
+        self.assertNotIn("03 block pool", text)
+        self.assertIn("map / unmap calls/step", text)
+        self.assertNotIn("08 virtual memory", serve.summary(RESULT), "only the virtual manager maps")
 
     def test_a_learners_allocators_lead_the_summary_then_the_verdict(self):
         text = " ".join(serve.summary(RESULT, ["01", "02"]).split())

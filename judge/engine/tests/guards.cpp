@@ -122,6 +122,37 @@ TEST(EngineThreads, TwoThreadsThroughTheRingMatchThePlainEngine) {
   }
 }
 
+TEST(EngineThreads, TheVirtualManagerMatchesThePlainEngine) {
+  // Exercise 08's contiguous cache, read by attention at base + position * stride: its tokens
+  // must be the plain engine's on a budget tight enough to preempt, with forks (the cache copies
+  // the partly filled granule itself), every granule released or kept for reuse once the trace
+  // is served, and nothing committed after sleep.
+  const Trace trace = make_trace("tiny", kTinyModel.vocab);
+  const Outputs plain = run_plain(tiny_model(), trace);
+  for (const bool two_threads : {false, true}) {
+    EngineOptions o = roomy();
+    o.manager = ManagerKind::virtual_memory;
+    o.make_virtual = make_virtual_manager;
+    o.kv_blocks = 16;  // eight granules of a page each: 2 KiB blocks share a page
+    o.two_threads = two_threads;
+    ServedEngine engine(tiny_model(), trace, o);
+    RunStats stats;
+    EXPECT_EQ(engine.run(stats), plain) << "the virtual manager's tokens differ from the plain engine's";
+    EXPECT_EQ(stats.leak, "");
+    EXPECT_GT(stats.preemptions, 0) << "the budget was meant to preempt";
+    EXPECT_GT(engine.manager_stats().copies, 0U) << "the tiny trace's forks were meant to copy a partly filled granule";
+    EXPECT_GT(stats.memory.committed_peak_bytes, 0U);
+    EXPECT_EQ(stats.memory.committed_after_sleep_bytes, 0) << "sleep must give every granule back";
+  }
+}
+
+TEST(EngineRefuses, TheVirtualManagerWithoutItsMaker) {
+  EngineOptions o = roomy();
+  o.manager = ManagerKind::virtual_memory;
+  EXPECT_NE(refusal(one_request(8, 4, 1), o).find("make_virtual"), std::string::npos)
+      << "A program that does not link virtual_manager.cpp cannot serve with the virtual manager, and must say so.";
+}
+
 TEST(ReserveManagerCalls, NameAnUnknownSequenceWithInvalidArgument) {
   ReserveManager m(8, 4);
   const std::vector<int> prompt(5, 1);

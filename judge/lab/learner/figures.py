@@ -24,7 +24,8 @@ RESERVED = "#7c3aed"    # bytes the caching allocator holds from the device
 PENDING = "#f472b6"     # blocks freed but waiting for another stream's events
 BATCH = INK             # the requests in a step: a line over the blocks, as dark as the text
 PREEMPTED = "#dc2626"   # a request preempted
-MANAGERS = {"reserve": "#57534e", "paged": "#0891b2", "prefix": "#c2410c"}   # the block managers, side by side
+MANAGERS = {"reserve": "#57534e", "paged": "#0891b2", "prefix": "#c2410c",
+            "virtual": "#7c3aed"}   # the block managers, side by side
 
 
 def mib(n: float) -> str:

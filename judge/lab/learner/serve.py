@@ -2,7 +2,8 @@
 `alloclab_serve`) optimised, with the learner's header for every exercise that has passed and
 the reference for the others, serves a built-in trace, and prints what it measured: throughput,
 batching, preemptions, the prefix cache, how full the KV blocks are, the caching allocator's
-device mallocs, the heap allocations per step, and whether every request's tokens equal those
+device mallocs, the heap allocations per step, what became of the KV memory (maps, page faults,
+the bytes committed), and whether every request's tokens equal those
 of the plain engine (the same model with `std::vector` for everything), which is the proof that
 the allocators kept every request's memory apart (the plain engine shares the model, the kernels, the
 sampler and the trace, and none of the memory management). The engine writes each token's K and V
@@ -12,11 +13,13 @@ an SVG.
 
 `--source FILE` serves with FILE in place of exercise 07's header, whatever the progress file says.
 
-`--compare` serves the same trace on the same KV budget three times, with the block managers
+`--compare` serves the same trace on the same KV budget four times, with the block managers
 `reserve` (a request's whole KV taken at admission, as engines did before paging), `paged` (the
-KV cache manager with prefix caching off) and `prefix` (on), and sets them side by side.
+KV cache manager with prefix caching off), `prefix` (on) and `virtual` (exercise 08's contiguous
+KV cache on the same physical bytes: each sequence's KV in one slice of address space, granules
+mapped as it grows, read by attention with no block table), and sets them side by side.
 
-The binary's protocol: `alloclab_serve [--trace chat|tiny] [--manager prefix|paged|reserve]
+The binary's protocol: `alloclab_serve [--trace chat|tiny] [--manager prefix|paged|reserve|virtual]
 [--model default|tiny] [--kv-blocks N] [--progress]` prints one JSON object on standard output and
 exits 0; a refused argument is a line on standard error and exit 2, a run that stopped (a manager
 threw, or the engine's check of its answers failed) a line on standard error and exit 3. With
@@ -49,9 +52,11 @@ TARGET = "alloclab_serve"
 REFERENCE_MANAGER_TARGET = "alloclab_serve_reference_manager"  # the same engine, with exercise 07's reference
 OUT = ROOT / "build" / "serve"
 TRACES = ("chat", "tiny")
-MANAGERS = ("prefix", "paged", "reserve")
+MANAGERS = ("prefix", "paged", "reserve", "virtual")
 MODELS = ("default", "tiny")
-COMPARED = ("reserve", "paged", "prefix")      # --compare's order: before paging, paging, paging with a cache
+# --compare's order: before paging, paging, paging with a cache, contiguous KV in virtual memory
+COMPARED = ("reserve", "paged", "prefix", "virtual")
+PAGED = ("paged", "prefix")                    # exercise 07's manager, judged against its reference
 WITH = ("yours", "reference")
 COMPILER = "clang"
 STDOUT_BYTES = 64 << 20                        # a long trace's timeline is a few MB of JSON
@@ -63,7 +68,7 @@ NUMBERS = ("requests", "finished", "generated_tokens", "tokens_per_second", "mea
            "cpu_seconds", "tokens_per_cpu_second")
 NULLABLE = ("plain_heap_allocations_per_step",)
 KEYS = (*NUMBERS, *NULLABLE, "tokens_digest", "matches_plain_engine", "leak", "manager", "trace", "model",
-        "heap_per_step", "latency", "time_split", "roofline", "allocators", "timeline")
+        "heap_per_step", "latency", "time_split", "roofline", "allocators", "memory", "timeline")
 ROOFLINE = ("peak_bytes_per_second", "peak_flops_per_second", "decode_bytes_per_second", "decode_flops_per_second",
             "bytes_per_decode_step", "flops_per_decode_step")
 ALLOCATORS = ("arena_arrays", "arena_resets", "arena_peak_bytes", "arena_capacity_bytes", "pool_created",
@@ -71,6 +76,8 @@ ALLOCATORS = ("arena_arrays", "arena_resets", "arena_peak_bytes", "arena_capacit
               "step_lists_peak_bytes", "step_lists_upstream_bytes", "ring_bytes", "ring_peak_step_bytes",
               "ring_capacity_bytes", "evictions")   # what each allocator did (serve_verdict.allocator_lines)
 HEAP = ("engine", "kv_cache_manager", "allocators")   # whose heap allocations, per steady-state step
+MEMORY = ("map_calls_per_step", "unmap_calls_per_step", "minor_faults_per_step", "committed_peak_bytes",
+          "committed_after_bytes")   # and committed_after_sleep_bytes, null but for `virtual`
 LATENCY = ("ttft_steps", "ttft_seconds", "tpot_steps", "tpot_seconds")
 TIME_SPLIT = ("prefill_steps", "prefill_seconds", "prefill_tokens", "decode_steps", "decode_seconds", "decode_tokens")
 SCHEMA = ROOT / "judge" / "schemas" / "serve-result.schema.json"
@@ -333,7 +340,8 @@ def parse(text: str) -> dict:
         raise ValueError(f"tokens_digest is {data['tokens_digest']!r}, not 16 hexadecimal digits")
     if not isinstance(data["model"], dict):
         raise ValueError("model is not an object")
-    checked = [("heap_per_step", HEAP), ("latency", LATENCY), ("time_split", TIME_SPLIT), ("allocators", ALLOCATORS)]
+    checked = [("heap_per_step", HEAP), ("latency", LATENCY), ("time_split", TIME_SPLIT), ("allocators", ALLOCATORS),
+               ("memory", MEMORY)]
     if data["roofline"] is not None:
         checked.append(("roofline", ROOFLINE))
     for key, fields in checked:
@@ -345,6 +353,9 @@ def parse(text: str) -> dict:
             if not (_is_number(value) or (key == "latency" and isinstance(value, list)
                                           and all(_is_number(v) for v in value))):
                 raise ValueError(f"{key}.{field} is {value!r}")
+    slept = data["memory"].get("committed_after_sleep_bytes")
+    if slept is not None and not _is_number(slept):
+        raise ValueError(f"memory.committed_after_sleep_bytes is {slept!r}, not a number or null")
     timeline = data["timeline"]
     if not isinstance(timeline, dict):
         raise ValueError("timeline is not an object")
@@ -407,6 +418,11 @@ def _achieved(result: dict, rate: str, peak: str, unit: str) -> str:
     return f"{r[rate] / 1e9:,.1f} {unit} ({r[rate] / r[peak]:.0%})"
 
 
+def _slept(result: dict) -> str:
+    after = result["memory"]["committed_after_sleep_bytes"]
+    return "—" if after is None else figures.mib(after)
+
+
 def _split(result: dict) -> str:
     t = result["time_split"]
     return f"{t['prefill_seconds']:.1f} / {t['decode_seconds']:.1f} s"
@@ -425,6 +441,12 @@ ROWS = (
     ("KV utilization", lambda r: _percent(r["kv_utilization"])),
     ("copies", lambda r: _int(r["copies"])),
     ("device mallocs", lambda r: _int(r["device_mallocs"])),
+    ("map / unmap calls/step", lambda r: f"{r['memory']['map_calls_per_step']:.2f} / "
+                                         f"{r['memory']['unmap_calls_per_step']:.2f}"),
+    ("minor page faults/step", lambda r: _per_step(r["memory"]["minor_faults_per_step"])),
+    ("KV bytes committed: peak", lambda r: figures.mib(r["memory"]["committed_peak_bytes"])),
+    ("  after the run", lambda r: figures.mib(r["memory"]["committed_after_bytes"])),
+    ("  after sleep", _slept),
     ("heap allocations/step", lambda r: _per_step(r["heap_allocations_per_step"])),
     ("  the engine's own", lambda r: _per_step(r["heap_per_step"]["engine"])),
     ("  the KV cache manager's", lambda r: _per_step(r["heap_per_step"]["kv_cache_manager"])),
@@ -481,7 +503,7 @@ def summary(result: dict, mine: list[str] | None = None) -> str:
 
 def allocators_part(result: dict, mine: list[str] | None) -> list[str]:
     """What the allocators did in the run, the learner's own when there are any."""
-    shown_ones = mine or [f"{n:02d}" for n in range(1, 8)]
+    shown_ones = mine or [f"{n:02d}" for n in range(1, 9)]
     found = verdict.allocator_lines(result, shown_ones)
     if not found:
         return []
@@ -498,7 +520,8 @@ def _ratio(a, b) -> float | None:
 
 
 # The tokens/s ratios --compare measures (over, under): the machine's figures, never judged.
-SPEEDS = (("paged ÷ reserve, tokens/s", "paged", "reserve"), ("prefix ÷ paged, tokens/s", "prefix", "paged"))
+SPEEDS = (("paged ÷ reserve, tokens/s", "paged", "reserve"), ("prefix ÷ paged, tokens/s", "prefix", "paged"),
+          ("virtual ÷ paged, tokens/s", "virtual", "paged"))
 
 
 def ratios(results: dict[str, dict]) -> list[tuple[str, float | None, str, bool | None]]:
@@ -543,13 +566,17 @@ def compare_verdict(results: dict[str, dict]) -> list[str]:
     (added by beside_the_reference as `judged`), then the tokens/s ratios as measurements, with
     what this machine can do and its load."""
     lines = []
-    judged = [(m, results[m]) for m in COMPARED if results.get(m, {}).get("judged")]
+    judged = [(m, results[m]) for m in PAGED if results.get(m, {}).get("judged")]
     if judged:
         theirs = all(r.get("with", {}).get(_manager_folder(r), "yours") == "reference" for _, r in judged)
         lines.append(ui.paint(verdict.say("reference_title" if theirs else "judged_title"), "bold"))
         for manager, r in judged:
             checks = [verdict.Check(**c) for c in r["judged"]]
             lines += ["  " + line for line in verdict.check_lines(manager, checks, ui.mark)]
+    if judged_virtual := results.get("virtual", {}).get("judged"):
+        lines.append(ui.paint(verdict.say("virtual_title"), "bold"))
+        lines += ["  " + line for line in verdict.check_lines("virtual", [verdict.Check(**c) for c in judged_virtual],
+                                                                ui.mark)]
     lines.append("")
     lines.append(ui.paint(verdict.say("speed_title"), "bold"))
     ceilings = verdict.peaks(list(results.values()))   # one machine for every ratio
@@ -573,14 +600,19 @@ def _manager_folder(result: dict) -> str:
 
 def judge_managers(results: dict[str, dict]) -> bool:
     """Adds `judged` to the results of exercise 07's managers that have the reference's figures
-    beside them (`reference_manager`); True when every figure is no worse than the reference's."""
+    beside them (`reference_manager`), and to `virtual`'s (against `paged` on the same budget, and
+    sleep); True when every figure is no worse than what it is set against."""
     ok = True
     for manager, result in results.items():
         reference = result.get("reference_manager")
-        if manager == "reserve" or not reference:
+        if manager == "virtual":
+            checks = verdict.virtual_checks(result, results.get("paged"))
+        elif manager in PAGED and reference:
+            checks = verdict.manager_checks(manager, result, reference)
+        else:
             continue
-        checks = verdict.manager_checks(manager, result, reference)
-        result["judged"] = [dict(what=c.what, mine=c.mine, reference=c.reference, met=c.met) for c in checks]
+        result["judged"] = [dict(what=c.what, mine=c.mine, reference=c.reference, met=c.met,
+                                 **({"against": c.against} if c.against else {})) for c in checks]
         ok = ok and all(c.met for c in checks)
     return ok
 
@@ -827,7 +859,7 @@ def sweep_svg(points: list[dict], title: str | None = None, lang: str = "en") ->
 
 def sweep_command(binary: Path, args, catalog: Catalog, blame: bool, chosen: list[Source], out_dir: Path,
                   talk) -> bool:
-    """--sweep: the three managers at KV budgets from the smallest `reserve` can run at (its
+    """--sweep: the four managers at KV budgets from the smallest `reserve` can run at (its
     default) to SWEEP_FACTORS[-1] times that, one run each, every run's tokens compared with the
     plain engine's by digest; a table, and sweep.svg."""
     before = verdict.load_average()
@@ -931,7 +963,7 @@ def beside_the_reference(results: dict[str, dict], args, catalog: Catalog, chose
     the manager is the reference, that is its own figure; otherwise the same engine, built with the
     reference's header in place of the learner's, serves the trace once more (without the plain
     engine), for that count alone."""
-    served = [m for m in results if m != "reserve"]
+    served = [m for m in results if m in PAGED]
     manager = next(s for s in chosen if s.exercise.header == MANAGER_HEADER)
     if not manager.yours:
         for m in served:

@@ -6,7 +6,9 @@ again, and (with prefix caching) how much of the prompts' prefill it saves. On a
 budget those figures are exact: every run makes the same steps, on any machine. So `serve
 --compare` judges them, each against the figures of exercise 07's reference manager on the same
 trace, model, seed and budget (`manager_checks`), and a ✗ means the learner's manager decided
-worse than the reference.
+worse than the reference. Exercise 08's `virtual` manager serves on the same physical bytes as
+`paged`, and is judged against it (`virtual_checks`): its KV utilization, and sleep, which must
+leave nothing committed.
 
 Tokens per second are the machine's as much as the manager's: paging's gain is a larger batch,
 which pays only while a decode step is bound by reading the weights from memory, and a loaded
@@ -51,10 +53,11 @@ def reference_figures(result: dict) -> dict:
 class Check:
     """One figure of a learner's manager against the reference's: `met` when it is no worse
     than the reference's, within the margin above."""
-    what: str          # a key of MANAGED
+    what: str          # a key of MANAGED, or committed_after_sleep_bytes
     mine: float
     reference: float
     met: bool
+    against: str = ""  # what `reference` is, when it is not the reference manager's: a manager, or "target"
 
 
 def manager_checks(manager: str, mine: dict, reference: dict) -> list[Check]:
@@ -75,6 +78,20 @@ def manager_checks(manager: str, mine: dict, reference: dict) -> list[Check]:
                             got["prefix_hit_rate"] >= reference["prefix_hit_rate"] - HIT_POINTS))
     checks.append(Check("prefill_tokens", got["prefill_tokens"], reference["prefill_tokens"],
                         got["prefill_tokens"] <= reference["prefill_tokens"] * PREFILL_SHARE))
+    return checks
+
+
+def virtual_checks(mine: dict, paged: dict | None) -> list[Check]:
+    """What the `virtual` manager (exercise 08's contiguous cache) decided in the run `mine`: its
+    KV utilization against `paged`'s run on the same trace, model, seed and physical budget (when
+    there is one), within the margin of exercise 07's, and the bytes left committed after sleep,
+    which must be none."""
+    checks = []
+    if paged is not None:
+        checks.append(Check("kv_utilization", mine["kv_utilization"], paged["kv_utilization"],
+                            mine["kv_utilization"] >= paged["kv_utilization"] - UTILIZATION_POINTS, "paged"))
+    after = mine["memory"]["committed_after_sleep_bytes"]
+    checks.append(Check("committed_after_sleep_bytes", after if after is not None else -1, 0, after == 0, "target"))
     return checks
 
 
@@ -186,11 +203,16 @@ WORDS = {
                         "(exact on any machine):",
         "reference_title": "What the manager decided (the reference; exact on any machine):",
         "check_line": "{manager} {what}: {mine} (reference {reference})",
+        "check_line_against": "{manager} {what}: {mine} ({against} {reference})",
+        "committed_after_sleep_bytes": "bytes committed after sleep", "target": "target",
+        "virtual_title": "What the virtual manager decided, against paged on the same physical bytes, and its sleep "
+                         "(exact on any machine):",
         "worse": {"mean_batch": "a smaller batch: fewer requests fit in the same KV blocks",
                   "kv_utilization": "more of the blocks handed out hold no token",
                   "preemptions": "more requests sent back to be computed again",
                   "prefix_hit_rate": "fewer prompt tokens found in the cache",
-                  "prefill_tokens": "more prompt tokens computed"},
+                  "prefill_tokens": "more prompt tokens computed",
+                  "committed_after_sleep_bytes": "sleep left memory committed, which it must give back whole"},
         "speed_title": "Tokens per second: measured, not judged (they follow the machine and its load):",
         "speed_line": "{what}: {ratio} on the medians",
         "band": ", {low:.2f}–{high:.2f} run by run",
@@ -221,6 +243,8 @@ WORDS = {
         "ring": "06 ring: carried {steps} steps' inputs, {bytes} in all, at most {peak} a step, in a ring of {capacity}",
         "manager": "07 KV cache manager: {hits} of prompt tokens found cached, {copies} copies on write, "
                    "{evictions} cached blocks evicted, {preemptions} preemptions",
+        "virtual": "08 virtual memory: {maps} granules mapped and {unmaps} unmapped a step, {copies} partly filled "
+                   "granules copied at fork, at most {peak} committed, {after} after the run, {slept} after sleep",
         "verdict_title": "The verdict:",
         "figures_title": "Everything the run measured:",
         "first_build": "The first build compiles the engine and every allocator: about a minute on two cores "
@@ -232,11 +256,15 @@ WORDS = {
         "judged_title": "你的管理器做出的决定，与参考实现在同一 trace、同一预算下的比较（在任何机器上都精确）：",
         "reference_title": "管理器做出的决定（参考实现；在任何机器上都精确）：",
         "check_line": "{manager} {what}：{mine}（参考实现 {reference}）",
+        "check_line_against": "{manager} {what}：{mine}（{against} {reference}）",
+        "committed_after_sleep_bytes": "sleep 之后仍提交的字节", "target": "目标",
+        "virtual_title": "virtual 管理器做出的决定，与 paged 在同样的物理字节上的比较，以及它的 sleep（在任何机器上都精确）：",
         "worse": {"mean_batch": "batch 更小：同样的 KV 块装下的请求更少",
                   "kv_utilization": "分出去的块里有更多位置没有存 token",
                   "preemptions": "更多请求被送回去重新计算",
                   "prefix_hit_rate": "在缓存里找到的 prompt token 更少",
-                  "prefill_tokens": "计算的 prompt token 更多"},
+                  "prefill_tokens": "计算的 prompt token 更多",
+                  "committed_after_sleep_bytes": "sleep 之后仍有内存处于提交状态，而它应当全部归还"},
         "speed_title": "每秒 token 数：只测量，不评判（它随机器和机器的负载而变）：",
         "speed_line": "{what}：中位数之比 {ratio}",
         "band": "，逐次运行为 {low:.2f}–{high:.2f}",
@@ -264,6 +292,8 @@ WORDS = {
         "ring": "06 环形分配器：传送了 {steps} 步的输入，共 {bytes}，每步最多 {peak}，环的大小 {capacity}",
         "manager": "07 KV Cache 管理器：prompt token 中 {hits} 在缓存中找到，写时复制 {copies} 次，"
                    "驱逐已缓存的块 {evictions} 个，抢占 {preemptions} 次",
+        "virtual": "08 虚拟内存：每步映射 {maps} 个 granule、解除映射 {unmaps} 个，fork 时复制未写满的 granule {copies} 个，"
+                   "提交的内存最多 {peak}，运行结束后 {after}，sleep 之后 {slept}",
         "verdict_title": "结论：",
         "figures_title": "这次运行测得的全部数字：",
         "first_build": "第一次构建要编译引擎和所有分配器：在两个核上约需一分钟（机器忙时更久）；之后只重新构建改动过的部分。",
@@ -284,6 +314,8 @@ def _bytes(n: float) -> str:
 
 
 def _figure(what: str, value: float) -> str:
+    if what == "committed_after_sleep_bytes":
+        return "—" if value < 0 else _bytes(value)   # -1: the run never slept
     if what in ("kv_utilization", "prefix_hit_rate"):
         return f"{value * 100:.1f} %"
     if what == "mean_batch":
@@ -296,8 +328,9 @@ def check_lines(manager: str, checks: list[Check], mark) -> list[str]:
     w = WORDS[words.language()]
     out = []
     for c in checks:
-        line = f"{mark(c.met)} " + w["check_line"].format(manager=manager, what=w[c.what], mine=_figure(c.what, c.mine),
-                                                          reference=_figure(c.what, c.reference))
+        line = f"{mark(c.met)} " + w["check_line_against" if c.against else "check_line"].format(
+            manager=manager, what=w[c.what], mine=_figure(c.what, c.mine), reference=_figure(c.what, c.reference),
+            against=w.get(c.against, c.against))
         out.append(line + ("" if c.met else (": " if words.language() == "en" else "：") + w["worse"][c.what]))
     return out
 
@@ -361,8 +394,15 @@ def allocator_lines(result: dict, exercises: list[str]) -> list[str]:
         "07": say("manager", hits=f"{hits * 100:.1f} %", copies=f"{result['copies']:,}",
                   evictions=f"{a['evictions']:,}", preemptions=f"{result['preemptions']:,}"),
     }
-    if result["manager"] == "reserve":
-        del lines["07"]   # the kit's own reserving manager served, over the block pool, not exercise 07's
+    if result["manager"] in ("reserve", "virtual"):
+        del lines["07"]   # the kit's own reserving manager served, or exercise 08's cache: not exercise 07's
+    if result["manager"] == "virtual":
+        del lines["03"]   # nor does it count blocks in exercise 03's pool: its granules are exercise 08's
+        m = result["memory"]
+        lines["08"] = say("virtual", maps=f"{m['map_calls_per_step']:.2f}", unmaps=f"{m['unmap_calls_per_step']:.2f}",
+                          copies=f"{result['copies']:,}", peak=_bytes(m["committed_peak_bytes"]),
+                          after=_bytes(m["committed_after_bytes"]),
+                          slept="—" if m["committed_after_sleep_bytes"] is None else _bytes(m["committed_after_sleep_bytes"]))
     return [lines[e] for e in exercises if e in lines]
 
 
@@ -379,9 +419,18 @@ MEANINGS = {
     "KV utilization": ("share of the handed-out blocks' slots that hold a token", "分出去的块里存有 token 的位置所占比例"),
     "copies": ("KV blocks copied (copy-on-write, or reserve's full copies)", "复制的 KV 块（写时复制，或 reserve 的整份复制）"),
     "device mallocs": ("times the caching allocator asked its device", "缓存分配器向设备申请内存的次数"),
+    "map / unmap calls/step": ("granules mapped and unmapped in a steady step (virtual alone maps)",
+                               "稳定状态下每步映射和解除映射的 granule 数（只有 virtual 会映射）"),
+    "minor page faults/step": ("pages touched for the first time in a steady step, the whole process's",
+                               "稳定状态下每步第一次被访问的页数，整个进程的"),
+    "KV bytes committed: peak": ("the most memory the system committed to the KV cache",
+                                 "系统为 KV Cache 提交的内存的最大值"),
+    "  after the run": ("once every request is done (virtual keeps idle granules for reuse)",
+                        "所有请求完成之后（virtual 留着空闲的 granule 以备重用）"),
+    "  after sleep": ("virtual's sleep gives every granule back: none may stay", "virtual 的 sleep 归还所有 granule：一个字节都不能留"),
     "heap allocations/step": ("calls of operator new in a steady step", "稳定状态下每步调用 operator new 的次数"),
     "  the engine's own": ("the scheduler, inputs, runner and metrics", "调度器、输入、执行器和统计"),
-    "  the KV cache manager's": ("exercise 07's calls", "练习 07 的调用"),
+    "  the KV cache manager's": ("exercise 07's calls (08's under virtual)", "练习 07 的调用（virtual 下为练习 08 的）"),
     "    the reference's": ("the reference manager's, same trace and budget", "参考管理器的，同一 trace 和预算"),
     "  the other allocators'": ("the sequence pool and the caching allocator growing", "序列池和缓存分配器的增长"),
     "  the plain engine's": ("std::vector for everything, for comparison", "处处用 std::vector 的朴素引擎，用作对照"),

@@ -287,21 +287,25 @@ WORDS: dict[str, tuple[str, str]] = {
                          "{mark} {managers}：引擎停下时还有请求没有完成。"),
     "serve_leaked": ("{mark} {manager}: once every request was done, {leak}.",
                      "{mark} {manager}：所有请求都完成之后，{leak}。"),
-    "serve_compare_heading": ("The {trace} trace on {kv} KV blocks of {tokens} tokens, the {model} model, three block "
+    "serve_compare_heading": ("The {trace} trace on {kv} KV blocks of {tokens} tokens, the {model} model, four block "
                               "managers", "{trace} trace，{kv} 个 KV 块，每块 {tokens} 个 token，{model} 模型，"
-                              "三种块管理器"),
+                              "四种块管理器"),
     "serve_target": (" target {target}", " 目标 {target}"),
     "serve_median_of": ("  (median of {runs} runs; {low:.2f}–{high:.2f} run by run)",
                         "  （{runs} 次运行的中位数；各次在 {low:.2f}–{high:.2f} 之间）"),
     "serve_managers_explained": ("reserve takes the KV blocks of a request's prompt and of its every possible new "
                                  "token at admission, as engines did before paging; paged takes a block when the last "
                                  "one fills; prefix also finds the blocks of a prompt's beginning already computed "
-                                 "for another request. Tokens/s move with the machine's load: the managers are served "
-                                 "in turn, once each and then again, and each is shown by its median run. ",
+                                 "for another request; virtual keeps each sequence's KV contiguous in a slice of "
+                                 "address space (exercise 08), mapping physical granules of the same bytes as it "
+                                 "grows, and attention reads it with no block table. Tokens/s move with the machine's "
+                                 "load: the managers are served in turn, once each and then again, and each is shown "
+                                 "by its median run. ",
                                  "reserve 在准入时就拿走请求 prompt 和它今后每一个可能的新 token 所需的 KV 块，"
                                  "这是分页出现之前引擎的做法；paged 在最后一个块写满时才再拿一块；prefix 还会找出 prompt "
-                                 "开头已经为别的请求算过的那些块。tokens/s 随机器负载波动：各管理器轮流服务，每个跑一遍"
-                                 "再轮一遍，各取中位数那一次展示。"),
+                                 "开头已经为别的请求算过的那些块；virtual 把每个序列的 KV 连续地放在一段地址空间里（练习 08），"
+                                 "随序列增长映射同样字节数的物理 granule，attention 读取时不需要块表。tokens/s 随机器负载"
+                                 "波动：各管理器轮流服务，每个跑一遍再轮一遍，各取中位数那一次展示。"),
     "serve_source_does_not_compile": ("{file} does not compile in the engine as exercise {id:02d}'s {header}:",
                                       "{file} 作为练习 {id:02d} 的 {header} 放进引擎后编译不通过："),
     "serve_yours_does_not_compile": ("Your {header} (exercise {id:02d}) does not compile in the engine:",
@@ -320,11 +324,11 @@ WORDS: dict[str, tuple[str, str]] = {
                                 "用 `--with reference` 可以看出引擎本身能否构建。"),
     "serve_not_built": ("The serving engine could not be built: {why}", "推理服务引擎无法构建：{why}"),
     "serve_build_failed": ("the build failed", "构建失败"),
-    "serve_compare_and_manager": ("--compare serves the trace with all three managers: leave out --manager",
-                                  "--compare 会用全部三种管理器服务这个 trace：去掉 --manager"),
-    "serve_sweep_and_others": ("--sweep serves the three managers over its own KV budgets: leave out --compare, "
+    "serve_compare_and_manager": ("--compare serves the trace with all four managers: leave out --manager",
+                                  "--compare 会用全部四种管理器服务这个 trace：去掉 --manager"),
+    "serve_sweep_and_others": ("--sweep serves the four managers over its own KV budgets: leave out --compare, "
                                "--manager and --kv-blocks",
-                               "--sweep 会在它自己选定的一系列 KV 预算下服务三种管理器：去掉 --compare、--manager 和 "
+                               "--sweep 会在它自己选定的一系列 KV 预算下服务四种管理器：去掉 --compare、--manager 和 "
                                "--kv-blocks"),
     "serve_repeat": ("--repeat {repeat}: serve at least once", "--repeat {repeat}：至少要服务一次"),
     "serve_unwritable": ("cannot write {file}: {why}", "无法写入 {file}：{why}"),
@@ -613,20 +617,21 @@ COMMAND_LINE: dict[str, str] = {
     "yours (the default): your header for every exercise that has passed, the reference for the others; "
     "reference: the references only":
         "yours（默认）：已通过的练习用你的头文件，其余用参考答案；reference：全部用参考答案",
-    "the KV block manager: prefix (the default: paged, with prefix caching), paged (caching off) or reserve (a "
-    "request's every block taken at admission, as before paging)":
-        "KV 块管理器：prefix（默认：分页，带前缀缓存）、paged（不开缓存）或 reserve（准入时就拿走请求可能用到的"
-        "全部块，分页出现之前的做法）",
-    "serve the trace with reserve, paged and prefix on the same KV budget and set them side by side":
-        "用同样的 KV 预算，分别以 reserve、paged、prefix 服务同一个 trace，并排对比",
+    "the KV block manager: prefix (the default: paged, with prefix caching), paged (caching off), reserve (a "
+    "request's every block taken at admission, as before paging) or virtual (exercise 08's contiguous KV cache "
+    "on the same bytes)":
+        "KV 块管理器：prefix（默认：分页，带前缀缓存）、paged（不开缓存）、reserve（准入时就拿走请求可能用到的"
+        "全部块，分页出现之前的做法）或 virtual（练习 08 的连续 KV Cache，物理字节数相同）",
+    "serve the trace with reserve, paged, prefix and virtual on the same KV budget and set them side by side":
+        "用同样的 KV 预算，分别以 reserve、paged、prefix、virtual 服务同一个 trace，并排对比",
     "print the figures as one JSON object (with --compare, a list of one per manager)":
         "以一个 JSON 对象输出各项数据（加 --compare 时输出列表，每个管理器一项）",
     "where to draw timeline.svg (default build/serve)": "timeline.svg 写到哪个目录（默认 build/serve）",
     "serve each manager N times, in turn, and show each by its median run (default: 3 with --compare, else 1)":
         "每个管理器轮流服务 N 次，各取中位数那一次展示（默认：加 --compare 时为 3，否则为 1）",
-    "serve the three managers over KV budgets from the smallest reserve can run at to 4 times that, and draw "
+    "serve the four managers over KV budgets from the smallest reserve can run at to 4 times that, and draw "
     "tokens/s against the budget (sweep.svg)":
-        "让三个管理器在一系列 KV 预算下服务：从 reserve 能跑通的最小预算到它的 4 倍，画出 tokens/s 随预算的"
+        "让四个管理器在一系列 KV 预算下服务：从 reserve 能跑通的最小预算到它的 4 倍，画出 tokens/s 随预算的"
         "变化（sweep.svg）",
     "the KV budget, in blocks (default: the smallest that reserve can serve the trace with)":
         "KV 预算，以块计（默认：reserve 能服务完这个 trace 的最少块数）",
@@ -653,6 +658,11 @@ SERVE_ROWS: dict[str, str] = {
     "KV utilization": "KV 利用率",
     "copies": "复制次数",
     "device mallocs": "设备 malloc 次数",
+    "map / unmap calls/step": "每步映射 / 解除映射",
+    "minor page faults/step": "每步 minor page fault",
+    "KV bytes committed: peak": "KV 已提交字节：峰值",
+    "  after the run": "  运行结束后",
+    "  after sleep": "  sleep 之后",
     "heap allocations/step": "每步堆分配",
     "  the engine's own": "  引擎自身",
     "  the KV cache manager's": "  KV Cache 管理器",
@@ -670,6 +680,7 @@ SERVE_ROWS: dict[str, str] = {
     "blocks held at the end": "结束时仍占用的块",
     "paged ÷ reserve, tokens/s": "paged ÷ reserve，tokens/s",
     "prefix ÷ paged, tokens/s": "prefix ÷ paged，tokens/s",
+    "virtual ÷ paged, tokens/s": "virtual ÷ paged，tokens/s",
     "paged KV utilization": "paged 的 KV 利用率",
     "{manager}: heap allocations per step ÷ the plain engine's": "{manager}：每步堆分配 ÷ 朴素引擎的",
 }
