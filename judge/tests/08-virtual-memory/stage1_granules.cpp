@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 #include <memory>
 
 #include "alloclab_test.hpp"
@@ -281,6 +283,28 @@ TEST(VmGranules, MisuseThrowsAndChangesNothing) {
   EXPECT_EQ(range.mapped(0), g) << "A map that throws leaves the slot's granule as it was.";
   memory.release(*g);
   memory.release(range.unmap(0));
+}
+
+TEST(VmGranules, AReservationTheSystemRefusesThrowsSystemError) {
+  // 2^18 slots of 1 GiB: 2^48 bytes, twice what user space holds on x86-64; the file costs nothing
+  // until a page is touched, and the range's own bookkeeping stays small.
+  PhysicalMemory memory(std::size_t{1} << 30, 1);
+  const std::size_t slots = std::size_t{1} << 18;
+  try {
+    AddressRange range(memory, slots);
+    ADD_FAILURE() << "A reservation of 2^48 bytes cannot succeed on this machine (user space is 2^47 bytes), yet the "
+                     "constructor returned: check what mmap returns (MAP_FAILED, not nullptr) before keeping the base.";
+  } catch (const std::system_error& e) {
+    EXPECT_NE(e.code().value(), 0) << "The std::system_error must carry the errno mmap set.";
+    EXPECT_NE(std::string(e.what()).find("mmap"), std::string::npos)
+        << "The std::system_error must name the call that failed, \"mmap\", as the contract's errors do; it says: "
+        << e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "A reservation the system refuses must throw std::system_error(errno, std::system_category(), "
+                     "\"mmap\"), so the caller knows which call failed and why; it threw: "
+                  << e.what();
+  }
+  EXPECT_EQ(memory.num_in_use(), 0u) << "A refused reservation takes no granule.";
 }
 
 TEST(VmGranules, DestroyingTheMemoryClosesItsFile) {
