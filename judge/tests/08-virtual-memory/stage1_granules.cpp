@@ -2,7 +2,11 @@
 #include "vm_under_test.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 
 #include <cstdint>
 #include <limits>
@@ -317,6 +321,109 @@ TEST(VmGranules, DestroyingTheMemoryClosesItsFile) {
   EXPECT_EQ(::fcntl(fd, F_GETFD), -1)
       << "The destructor must close the file: its descriptor stays open otherwise, and with it every page "
          "still committed to the file.";
+}
+
+// The lowest descriptor the process has free: the one the next file opened gets.
+int lowest_free_descriptor() {
+  const int fd = ::dup(0);
+  if (fd >= 0) ::close(fd);
+  return fd;
+}
+
+TEST(VmGranules, AFileTheSystemRefusesThrowsSystemError) {
+  // With the limit of descriptors at the lowest free one, the process can open no file at all.
+  const int free_fd = lowest_free_descriptor();
+  ASSERT_GE(free_fd, 0) << "The test needs a free descriptor to measure from.";
+  rlimit files{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &files), 0);
+  rlimit none = files;
+  none.rlim_cur = static_cast<rlim_t>(free_fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &none), 0);
+  std::string threw = "nothing";
+  int code = 0;
+  try {
+    PhysicalMemory memory(granule(), 1);
+  } catch (const std::system_error& e) {
+    threw = e.what();
+    code = e.code().value();
+  } catch (const std::exception& e) {
+    threw = std::string("an exception that is not std::system_error: ") + e.what();
+  }
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  EXPECT_EQ(code, EMFILE) << "With no descriptor free, memfd_create fails (EMFILE) and the constructor must throw "
+                             "std::system_error carrying that errno; it threw "
+                          << threw;
+  EXPECT_NE(threw.find("memfd_create"), std::string::npos)
+      << "A memfd_create that fails must be reported as its own failure, std::system_error(errno, "
+         "std::system_category(), \"memfd_create\"), before its -1 reaches ftruncate and the error names the "
+         "wrong call; it threw "
+      << threw;
+}
+
+TEST(VmGranules, AFileTooLargeForTheSystemThrowsAndClosesIt) {
+  // A limit on the size of files makes ftruncate refuse the file's size (EFBIG); the signal the
+  // system sends with it is ignored, as a server that checks its calls would.
+  rlimit size{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &size), 0);
+  rlimit small = size;
+  small.rlim_cur = static_cast<rlim_t>(granule());
+  const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  const int free_fd = lowest_free_descriptor();
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string threw = "nothing";
+  int code = 0;
+  try {
+    PhysicalMemory memory(granule(), 2);
+  } catch (const std::system_error& e) {
+    threw = e.what();
+    code = e.code().value();
+  } catch (const std::exception& e) {
+    threw = std::string("an exception that is not std::system_error: ") + e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &size);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_EQ(code, EFBIG) << "A file the system refuses to size (ftruncate fails) must throw std::system_error "
+                            "carrying ftruncate's errno, not hand out granules past the end of the file, whose "
+                            "first access kills the process with SIGBUS; it threw "
+                         << threw;
+  EXPECT_NE(threw.find("ftruncate"), std::string::npos)
+      << "The std::system_error must name the call that failed, \"ftruncate\"; it threw " << threw;
+  EXPECT_EQ(lowest_free_descriptor(), free_fd)
+      << "A constructor that throws after memfd_create must close the file first: no destructor runs for an object "
+         "never built, so every failed construction would leak a descriptor.";
+}
+
+TEST(VmGranules, DescriptorZeroIsAFileLikeAnyOther) {
+  // With standard input closed, descriptor 0 is the lowest free one, and the next file gets it.
+  const int input = ::dup(0);
+  ASSERT_GE(input, 0) << "The test needs standard input to put back.";
+  ::close(0);
+  std::string threw;
+  int fd = -1;
+  try {
+    PhysicalMemory memory(granule(), 1);
+    fd = memory.fd();
+  } catch (const std::exception& e) {
+    threw = e.what();
+  }
+  ::dup2(input, 0);
+  ::close(input);
+  EXPECT_EQ(threw, "") << "memfd_create fails only when it returns -1: descriptor 0 is a file like any other, and a "
+                          "process without standard input (a daemon) gets it for its first file.";
+  EXPECT_EQ(fd, 0) << "With descriptor 0 free, the memory's file is descriptor 0.";
+}
+
+TEST(VmGranules, MemoryAndRangeCannotBeCopied) {
+  const alloclab::test::Copyability memory = alloclab::test::vm::traits_of_the_memory();
+  EXPECT_FALSE(memory.copy_constructible)
+      << "PhysicalMemory must not be copy-constructible (the contract deletes its copy constructor): two copies "
+         "would hand out the same granules twice and both close the one file.";
+  EXPECT_FALSE(memory.copy_assignable) << "PhysicalMemory must not be copy-assignable either, for the same reason.";
+  const alloclab::test::Copyability range = alloclab::test::vm::traits_of_the_range();
+  EXPECT_FALSE(range.copy_constructible)
+      << "AddressRange must not be copy-constructible (the contract deletes its copy constructor): two copies "
+         "would unmap the one reservation twice, the second time over whatever the system put there since.";
+  EXPECT_FALSE(range.copy_assignable) << "AddressRange must not be copy-assignable either, for the same reason.";
 }
 
 }  // namespace stage1_granules
