@@ -57,6 +57,23 @@ TEST(VmGranules, RejectsGranulesThatAreNotWholePages) {
          "wraps round into a small reservation.";
 }
 
+TEST(VmGranules, AcceptsTheLargestFileAnOffsetNumbers) {
+  // Granules of 2^50 bytes: the largest count whose file size a file offset still holds is a few
+  // thousand, so the test's memory costs a few kilobytes of counts and no page of the file.
+  const std::size_t huge = std::size_t{1} << 50;
+  const std::size_t most = static_cast<std::size_t>(std::numeric_limits<off_t>::max()) / huge;
+  try {
+    PhysicalMemory memory(huge, most);
+    EXPECT_EQ(memory.num_granules(), most) << "num_granules() is the count the memory was built with.";
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << most << " granules of 2^50 bytes make a file of " << most * huge
+                  << " bytes, which a file offset numbers (at most " << std::numeric_limits<off_t>::max()
+                  << "): the constructor must accept them, refusing only a count whose size would overflow; it "
+                     "threw: "
+                  << e.what();
+  }
+}
+
 TEST(VmGranules, CreateHandsOutTheLowestFreeGranule) {
   PhysicalMemory memory(granule(), 3);
   for (std::size_t want = 0; want < 3; ++want) {
