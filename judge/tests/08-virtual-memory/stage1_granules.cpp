@@ -306,6 +306,40 @@ TEST(VmGranules, MisuseThrowsAndChangesNothing) {
   memory.release(range.unmap(0));
 }
 
+TEST(VmGranules, AMapTheSystemRefusesThrowsAndMapsNothing) {
+  PhysicalMemory memory(granule(), 1);
+  AddressRange range(memory, 1);
+  const auto g = memory.create();
+  ASSERT_TRUE(g.has_value()) << "create() on new memory must return a granule.";
+  // The memory's descriptor is swapped for the same file opened read-only for the one call, so the
+  // system refuses a shared writable mapping of it (EACCES).
+  const int fd = memory.fd();
+  const int kept = ::dup(fd);
+  const int read_only = ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_TRUE(kept >= 0 && read_only >= 0) << "The test needs the file open twice more.";
+  ASSERT_EQ(::dup2(read_only, fd), fd);
+  std::string threw = "nothing";
+  try {
+    range.map(0, *g);
+  } catch (const std::system_error& e) {
+    threw = e.what();
+  } catch (const std::exception& e) {
+    threw = std::string("an exception that is not std::system_error: ") + e.what();
+  }
+  ::dup2(kept, fd);
+  ::close(kept);
+  ::close(read_only);
+  EXPECT_NE(threw.find("mmap"), std::string::npos)
+      << "A map the system refuses (mmap returns MAP_FAILED) must throw std::system_error(errno, "
+         "std::system_category(), \"mmap\"): a slot counted as mapped that is not faults at the first token "
+         "written into it; it threw "
+      << threw;
+  EXPECT_FALSE(range.mapped(0).has_value()) << "A map that throws leaves the slot unmapped.";
+  EXPECT_EQ(range.num_mapped(), 0u) << "A map that throws maps nothing.";
+  EXPECT_EQ(range.map_calls(), 0u) << "A map that throws is not counted.";
+  memory.release(*g);
+}
+
 TEST(VmGranules, AReservationTheSystemRefusesThrowsSystemError) {
   // 2^18 slots of 1 GiB: 2^48 bytes, twice what user space holds on x86-64; the file costs nothing
   // until a page is touched, and the range's own bookkeeping stays small.
