@@ -74,6 +74,25 @@ TEST(VmGranules, AcceptsTheLargestFileAnOffsetNumbers) {
   }
 }
 
+TEST(VmGranules, ARangeOverflowsOnlyPastTheLargestSize) {
+  // Granules of 2^50 bytes: 2^14 slots are 2^64 bytes, one past what a size_t holds, and every
+  // count the test asks for keeps the range's own bookkeeping small.
+  PhysicalMemory memory(std::size_t{1} << 50, 1);
+  const std::size_t most = std::numeric_limits<std::size_t>::max() / memory.granule_bytes();
+  EXPECT_THROW(AddressRange(memory, most + 1), std::invalid_argument)
+      << most + 1 << " slots of 2^50 bytes are 2^64 bytes, which wrap round to 0 in a size_t: the constructor must "
+         "throw std::invalid_argument before it reserves slots * granule bytes, or it reserves a wrapped size.";
+  try {
+    AddressRange range(memory, most);
+    ADD_FAILURE() << "A reservation of " << most << " slots of 2^50 bytes cannot succeed on this machine.";
+  } catch (const std::system_error&) {
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << most << " slots of 2^50 bytes fit a size_t, so no overflow is to be reported: it is the "
+                     "system that refuses so large a reservation, with std::system_error naming mmap; it threw: "
+                  << e.what();
+  }
+}
+
 TEST(VmGranules, CreateHandsOutTheLowestFreeGranule) {
   PhysicalMemory memory(granule(), 3);
   for (std::size_t want = 0; want < 3; ++want) {
