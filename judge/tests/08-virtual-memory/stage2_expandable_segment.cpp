@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "alloclab_test.hpp"
+#include "failing_new.hpp"
 #include "vm_test_support.hpp"
 
 namespace stage2_expandable_segment {
@@ -35,6 +36,15 @@ TEST(VmExpandableSegment, ReservesWholeGranulesAndMapsNothing) {
   EXPECT_FALSE(segment.is_mapped(0)) << "is_mapped(0) of a new segment is false.";
   EXPECT_TRUE(segment.map(segment.size(), 0)) << "map() of no bytes, even at the end, succeeds and maps nothing.";
   EXPECT_EQ(segment.mapped_bytes(), 0u) << "map() of no bytes maps nothing.";
+  EXPECT_TRUE(segment.map(0, 0)) << "map(0, 0) succeeds: no bytes touch no granule.";
+  EXPECT_TRUE(segment.map(g() + 1, 0)) << "map(g + 1, 0) succeeds: no bytes touch no granule.";
+  EXPECT_EQ(segment.mapped_bytes(), 0u)
+      << "map() of no bytes, at the start or inside a granule, maps nothing: [offset, offset + 0) touches no "
+         "granule, and the last byte of an empty range (offset - 1) is not one of its bytes.";
+  ASSERT_TRUE(segment.map(g() + 1, 1)) << "map(g + 1, 1) with free memory must succeed.";
+  EXPECT_TRUE(segment.is_mapped(g())) << "map(g + 1, 1) touches a byte of granule 1, which must be mapped: a block of "
+                                         "one byte is memory too.";
+  EXPECT_EQ(segment.mapped_bytes(), g()) << "map(g + 1, 1) maps granule 1 alone.";
 }
 
 TEST(VmExpandableSegment, MapsEveryGranuleItsBytesTouchLowestFirst) {
@@ -78,6 +88,29 @@ TEST(VmExpandableSegment, MapIsAllOrNothing) {
   EXPECT_TRUE(segment.is_mapped(g())) << "A failed map must not unmap a granule it did not map itself.";
   EXPECT_GE(segment.range().map_calls(), calls) << "map_calls() never goes back.";
   ASSERT_TRUE(segment.map(2 * g(), g())) << "After a failed map, the granule left must still be mappable.";
+}
+
+TEST(VmExpandableSegment, AMapTheHeapRefusesChangesNothing) {
+  ASSERT_TRUE(alloclab::test::failing_new_works())
+      << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  alloclab::test::for_each_failing_allocation([](long n) {
+    PhysicalMemory memory(g(), 8);
+    ExpandableSegment segment(memory, 8 * g());
+    bool mapped = false;
+    const auto outcome = alloclab::test::call_with_failing_new(n, [&] { mapped = segment.map(g() / 2, 3 * g()); });
+    if (outcome.fired && outcome.threw) {
+      EXPECT_EQ(segment.mapped_bytes(), 0u)
+          << "map(g / 2, 3g) threw std::bad_alloc when heap allocation " << n << " inside it failed, and left "
+          << segment.mapped_bytes() / g() << " granule(s) mapped: a call that throws must change nothing. Make "
+             "room for the list of granules mapped so far before mapping the first, so that no allocation can "
+             "fail between a map and its record, where the undo would miss it.";
+      EXPECT_EQ(memory.num_in_use(), 0u) << "A map that throws std::bad_alloc leaves no granule in use.";
+    } else if (!outcome.fired) {
+      EXPECT_TRUE(mapped) << "map(g / 2, 3g) with free memory must succeed.";
+      EXPECT_EQ(segment.mapped_bytes(), 4 * g()) << "map(g / 2, 3g) touches granules 0 to 3.";
+    }
+    return outcome.fired;
+  });
 }
 
 TEST(VmExpandableSegment, BytesOutsideTheSegmentThrow) {
