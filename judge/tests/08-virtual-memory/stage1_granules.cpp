@@ -330,24 +330,18 @@ TEST(VmGranules, AMapTheSystemRefusesThrowsAndMapsNothing) {
   AddressRange range(memory, 1);
   const auto g = memory.create();
   ASSERT_TRUE(g.has_value()) << "create() on new memory must return a granule.";
-  // The memory's descriptor is swapped for the same file opened read-only for the one call, so the
-  // system refuses a shared writable mapping of it (EACCES).
-  const int fd = memory.fd();
-  const int kept = ::dup(fd);
-  const int read_only = ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_TRUE(kept >= 0 && read_only >= 0) << "The test needs the file open twice more.";
-  ASSERT_EQ(::dup2(read_only, fd), fd);
   std::string threw = "nothing";
-  try {
-    range.map(0, *g);
-  } catch (const std::system_error& e) {
-    threw = e.what();
-  } catch (const std::exception& e) {
-    threw = std::string("an exception that is not std::system_error: ") + e.what();
+  {
+    const alloclab::test::vm::WriteOnlyFile refusing(memory.fd());
+    ASSERT_TRUE(refusing.swapped()) << "The test needs the file open write-only in place of the memory's descriptor.";
+    try {
+      range.map(0, *g);
+    } catch (const std::system_error& e) {
+      threw = e.what();
+    } catch (const std::exception& e) {
+      threw = std::string("an exception that is not std::system_error: ") + e.what();
+    }
   }
-  ::dup2(kept, fd);
-  ::close(kept);
-  ::close(read_only);
   EXPECT_NE(threw.find("mmap"), std::string::npos)
       << "A map the system refuses (mmap returns MAP_FAILED) must throw std::system_error(errno, "
          "std::system_category(), \"mmap\"): a slot counted as mapped that is not faults at the first token "

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <system_error>
 #include <vector>
 
 #include "alloclab_test.hpp"
@@ -111,6 +112,23 @@ TEST(VmExpandableSegment, AMapTheHeapRefusesChangesNothing) {
     }
     return outcome.fired;
   });
+}
+
+TEST(VmExpandableSegment, AMapTheSystemRefusesChangesNothing) {
+  PhysicalMemory memory(g(), 8);
+  ExpandableSegment segment(memory, 8 * g());
+  ASSERT_TRUE(segment.map(0, 1)) << "map(0, 1) with free memory must succeed.";
+  {
+    const alloclab::test::vm::WriteOnlyFile refusing(memory.fd());
+    ASSERT_TRUE(refusing.swapped()) << "The test needs the file open write-only in place of the memory's descriptor.";
+    EXPECT_THROW((void)segment.map(0, 3 * g()), std::system_error)
+        << "map(0, 3g) whose mmap the system refuses must let the std::system_error through: a map that returns "
+           "true over a granule it could not map hands out a block that faults at its first byte.";
+  }
+  EXPECT_EQ(segment.mapped_bytes(), g()) << "A map that throws leaves mapped only what was mapped before it.";
+  EXPECT_EQ(memory.num_in_use(), 1u)
+      << "A map that throws must release the granule it created for the slot it could not map, or the granule "
+         "is in use for ever with nobody to give it back.";
 }
 
 TEST(VmExpandableSegment, BytesOutsideTheSegmentThrow) {
