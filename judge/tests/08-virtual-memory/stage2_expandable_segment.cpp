@@ -163,7 +163,11 @@ TEST(VmExpandableSegment, UnmapsOnlyWholeGranules) {
   EXPECT_EQ(memory.num_in_use(), 2u) << "unmap() releases the granules it unmaps: the memory has 2 in use.";
   EXPECT_EQ(memory.committed_bytes(), 2 * g()) << "A granule unmapped gives its memory back to the system.";
   EXPECT_TRUE(taken(segment.base() + g(), g())) << "An unmapped granule's addresses stay reserved.";
-  EXPECT_EQ(segment.unmap(0, 4 * g()), 2 * g()) << "unmap(0, size()) unmaps what is still mapped and counts only that.";
+  EXPECT_EQ(segment.unmap(1, 3 * g() - 1), g())
+      << "unmap(1, 3g - 1) lies wholly over granules 1 (unmapped already) and 2 only: it must unmap granule 2 and "
+         "return its bytes. Granule 0 holds the byte before the start, so its start rounds up to granule 1.";
+  EXPECT_TRUE(segment.is_mapped(0)) << "Granule 0, partly outside unmap(1, 3g - 1), must stay mapped.";
+  EXPECT_EQ(segment.unmap(0, 4 * g()), g()) << "unmap(0, size()) unmaps what is still mapped and counts only that.";
   EXPECT_EQ(segment.mapped_bytes(), 0u) << "Everything is unmapped.";
 }
 
