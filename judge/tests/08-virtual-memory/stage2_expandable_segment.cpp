@@ -142,6 +142,8 @@ TEST(VmExpandableSegment, BytesOutsideTheSegmentThrow) {
       << "unmap() of bytes past the segment's end must throw std::out_of_range.";
   EXPECT_THROW((void)segment.is_mapped(2 * g()), std::out_of_range)
       << "is_mapped() of a byte past the segment's end must throw std::out_of_range.";
+  EXPECT_NO_THROW(EXPECT_FALSE(segment.is_mapped(2 * g() - 1)))
+      << "is_mapped() of the segment's last byte asks about a byte inside it: it must answer (false), not throw.";
   EXPECT_EQ(memory.num_in_use(), 0u) << "A call that throws maps nothing.";
 }
 
