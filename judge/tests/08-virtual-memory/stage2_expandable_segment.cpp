@@ -28,6 +28,8 @@ TEST(VmExpandableSegment, ReservesWholeGranulesAndMapsNothing) {
   PhysicalMemory memory(g(), 8);
   EXPECT_THROW(ExpandableSegment(memory, 0), std::invalid_argument)
       << "ExpandableSegment(memory, 0) must throw std::invalid_argument: a segment of no bytes holds nothing.";
+  ExpandableSegment one_byte(memory, 1);
+  EXPECT_EQ(one_byte.size(), g()) << "A segment of one byte reserves the one granule that holds it.";
   ExpandableSegment segment(memory, 3 * g() + 1);
   EXPECT_EQ(segment.size(), 4 * g()) << "size() is max_bytes rounded up to whole granules: 3 granules and a byte need 4.";
   EXPECT_EQ(segment.granule_bytes(), g()) << "granule_bytes() is the memory's granule.";
