@@ -147,6 +147,12 @@ TEST(VmExpandableSegment, BytesOutsideTheSegmentThrow) {
   EXPECT_NO_THROW(EXPECT_FALSE(segment.is_mapped(2 * g() - 1)))
       << "is_mapped() of the segment's last byte asks about a byte inside it: it must answer (false), not throw.";
   EXPECT_EQ(memory.num_in_use(), 0u) << "A call that throws maps nothing.";
+  ASSERT_TRUE(segment.map(0, 2 * g())) << "map(0, 2g) with free memory must succeed.";
+  EXPECT_THROW((void)segment.unmap(g(), 2 * g()), std::out_of_range)
+      << "unmap(g, 2g) of a segment of 2g runs past its end and must throw std::out_of_range.";
+  EXPECT_TRUE(segment.is_mapped(g()))
+      << "unmap(g, 2g) threw, so it must have unmapped nothing: check every byte lies inside the segment before "
+         "the first granule is unmapped, or a caller's error costs a granule that still holds a block.";
 }
 
 TEST(VmExpandableSegment, UnmapsOnlyWholeGranules) {
