@@ -337,9 +337,18 @@ TEST(VmExpandableSegment, AllocateWithoutMemoryChangesNothing) {
   EXPECT_EQ(allocator.allocated_bytes(), 0u) << "A refused allocate changes nothing.";
   EXPECT_EQ(allocator.mapped_bytes(), 0u) << "A refused allocate leaves no granule mapped.";
   EXPECT_EQ(memory.num_free(), 2u) << "A refused allocate leaves no granule in use.";
+  EXPECT_EQ(allocator.allocate(std::numeric_limits<std::size_t>::max() - 100), nullptr)
+      << "allocate(SIZE_MAX - 100) is larger than the segment and must return nullptr: rounded up to 512 before "
+         "it is compared, the request wraps round to 0 bytes and takes a block of none.";
+  EXPECT_EQ(allocator.allocated_bytes(), 0u) << "A refused allocate changes nothing.";
   std::byte* p = allocator.allocate(2 * g());
   EXPECT_EQ(p, allocator.segment().base())
       << "After a refusal the free block is whole: allocate(2g) must take the segment's front.";
+  PhysicalMemory enough(g(), 2);
+  SegmentAllocator whole(enough, 2 * g());
+  EXPECT_EQ(whole.allocate(2 * g()), whole.segment().base())
+      << "allocate(size()) of an empty segment must take all of it: the one free block holds exactly that many "
+         "bytes.";
 }
 
 TEST(VmExpandableSegment, DeallocateRefusesWhatIsNotALiveBlock) {
