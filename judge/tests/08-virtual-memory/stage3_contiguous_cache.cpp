@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "alloclab_test.hpp"
+#include "failing_new.hpp"
 #include "vm_test_support.hpp"
 
 namespace stage3_contiguous_cache {
@@ -115,6 +116,32 @@ TEST(VmContiguousCache, ReleaseLeavesTheSliceMappedForTheNextSequence) {
   EXPECT_EQ(memory.num_in_use(), 3u) << "and creates no granule.";
   EXPECT_EQ(cache.idle_granules(), 0u) << "A slice held again is no longer idle.";
   EXPECT_EQ(cache.data(2), at) << "The sequence's tokens start at its slice's first byte.";
+}
+
+TEST(VmContiguousCache, AReleaseTheHeapRefusesChangesNothing) {
+  ASSERT_TRUE(alloclab::test::failing_new_works())
+      << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  alloclab::test::for_each_failing_allocation([](long n) {
+    PhysicalMemory memory(gran(), 8);
+    ContiguousKVCache cache(memory, 3, 12, tok());
+    for (const int r : {1, 2, 3})
+      EXPECT_TRUE(cache.admit(r, 5)) << "admit(" << r << ", 5) with three free slices must succeed.";
+    const auto outcome = alloclab::test::call_with_failing_new(n, [&] {
+      for (const int r : {2, 1, 3}) cache.release(r);
+    });
+    if (outcome.fired && outcome.threw) {
+      const std::size_t left = cache.num_sequences();
+      EXPECT_EQ(cache.idle_granules() + 2 * left, 6u)
+          << "A release threw std::bad_alloc when heap allocation " << n << " inside it failed, and the cache now "
+          << "holds " << left << " sequence(s) but only " << cache.idle_granules() << " idle granule(s) of the 6 "
+          << "mapped: a sequence was forgotten before its slice joined the idle list, so its granules can never "
+             "be reclaimed or trimmed. Make room for every slice in the idle list when the cache is built.";
+    } else if (!outcome.fired) {
+      EXPECT_EQ(cache.idle_granules(), 6u) << "Three released sequences of 5 tokens leave 6 idle granules.";
+      EXPECT_EQ(cache.trim(), 6u) << "trim() gives back every granule of every idle slice.";
+    }
+    return outcome.fired;
+  });
 }
 
 TEST(VmContiguousCache, ANewSequenceTakesTheSliceWithTheMostOfItsSlotsMapped) {
