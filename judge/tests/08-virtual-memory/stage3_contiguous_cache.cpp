@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 
 #include "alloclab_test.hpp"
 #include "failing_new.hpp"
@@ -62,6 +63,29 @@ TEST(VmContiguousCache, ASliceHoldsMaxTokensOfEverySequence) {
   EXPECT_EQ(cache.num_sequences(), 0u) << "A new cache holds no sequence.";
   EXPECT_EQ(cache.mapped_granules(), 0u) << "A new cache maps nothing: the reservation costs address space only.";
   EXPECT_EQ(&cache.memory(), &memory) << "memory() is the PhysicalMemory the cache maps.";
+}
+
+TEST(VmContiguousCache, ASliceOverflowsOnlyPastTheLargestSize) {
+  // Granules of 2^50 bytes keep every count below small: a slice of a few thousand granules is
+  // nearly 2^64 bytes, and the memory's one granule costs nothing until touched.
+  PhysicalMemory memory(std::size_t{1} << 50, 1);
+  const std::size_t max = std::numeric_limits<std::size_t>::max();
+  const std::size_t wrapping = max / 2 + 1 + page_bytes() / 2;  // times 2 bytes: 2^64 + a page, a page once wrapped
+  EXPECT_THROW(ContiguousKVCache(memory, 1, wrapping, 2), std::invalid_argument)
+      << wrapping << " tokens of 2 bytes are 2^64 bytes and a page, which wrap round to a page in a size_t: the "
+         "constructor must throw std::invalid_argument before it multiplies, or it builds a slice of one page "
+         "that promises room for 2^63 tokens.";
+  const std::size_t token = std::size_t{1} << 51;
+  try {
+    ContiguousKVCache cache(memory, 1, max / token, token);
+    ADD_FAILURE() << "A slice of " << max / token << " tokens of 2^51 bytes (2^64 - 2^51 bytes) cannot be reserved "
+                                                     "on this machine.";
+  } catch (const std::system_error&) {
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << max / token << " tokens of 2^51 bytes fit a size_t, so no overflow is to be reported: it is the "
+                     "system that refuses so large a reservation, with std::system_error naming mmap; it threw: "
+                  << e.what();
+  }
 }
 
 TEST(VmContiguousCache, AdmitMapsTheGranulesItsTokensNeed) {
