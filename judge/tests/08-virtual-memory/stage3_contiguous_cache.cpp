@@ -75,17 +75,27 @@ TEST(VmContiguousCache, ASliceOverflowsOnlyPastTheLargestSize) {
       << wrapping << " tokens of 2 bytes are 2^64 bytes and a page, which wrap round to a page in a size_t: the "
          "constructor must throw std::invalid_argument before it multiplies, or it builds a slice of one page "
          "that promises room for 2^63 tokens.";
-  const std::size_t token = std::size_t{1} << 51;
+  // A granule per token, and the most tokens whose bytes, and whose slice's slots, a size_t holds.
+  const std::size_t token = memory.granule_bytes();
   try {
     ContiguousKVCache cache(memory, 1, max / token, token);
-    ADD_FAILURE() << "A slice of " << max / token << " tokens of 2^51 bytes (2^64 - 2^51 bytes) cannot be reserved "
+    ADD_FAILURE() << "A slice of " << max / token << " tokens of 2^50 bytes (2^64 - 2^50 bytes) cannot be reserved "
                                                      "on this machine.";
   } catch (const std::system_error&) {
   } catch (const std::exception& e) {
-    ADD_FAILURE() << max / token << " tokens of 2^51 bytes fit a size_t, so no overflow is to be reported: it is the "
-                     "system that refuses so large a reservation, with std::system_error naming mmap; it threw: "
+    ADD_FAILURE() << max / token << " tokens of 2^50 bytes fit a size_t, and so do the slots of one slice of them: "
+                     "no overflow is to be reported, it is the system that refuses so large a reservation, with "
+                     "std::system_error naming mmap; it threw: "
                   << e.what();
   }
+  // Slices whose slots number just past 2^64 all together: max_sequences * slice_granules wraps
+  // round to fewer than a slice, a small reservation the system grants.
+  PhysicalMemory pages(gran(), 1);
+  const std::size_t sequences = 4097, granules = max / sequences + 1;
+  EXPECT_THROW(ContiguousKVCache(pages, sequences, granules, gran()), std::invalid_argument)
+      << sequences << " slices of " << granules << " granules are 2^64 slots and more, which wrap round to a few in a "
+      << "size_t: the constructor must throw std::invalid_argument before it multiplies, or it reserves a few "
+         "granules for slices that run far past the reservation's end.";
 }
 
 TEST(VmContiguousCache, AdmitMapsTheGranulesItsTokensNeed) {
