@@ -293,6 +293,16 @@ TEST(VmPageReserve, MarksAndPagesAreChecked) {
   EXPECT_THROW(PageReserve(memory, 8, 5, 4), std::invalid_argument) << "low above high is the caller's mistake.";
   EXPECT_THROW(PageReserve(memory, 8, 0, 0), std::invalid_argument) << "high 0 maps nothing ahead: a mistake.";
   EXPECT_THROW(PageReserve(memory, 8, 2, 9), std::invalid_argument) << "high above the pages cannot be reached.";
+  {
+    PageReserve equal_marks(memory, 4, 2, 2);
+    equal_marks.settle();
+    EXPECT_EQ(equal_marks.ready(), 2u) << "low == high is a valid pair of marks: the thread keeps exactly high ready.";
+  }
+  {
+    PageReserve every_page(memory, 4, 1, 4);
+    every_page.settle();
+    EXPECT_EQ(every_page.ready(), 4u) << "high == pages is a valid mark: the thread maps every page ahead.";
+  }
   PageReserve r(memory, 8, 2, 4);
   r.settle();
   EXPECT_THROW(r.give_back(0), std::invalid_argument) << "Giving back a page not in use is the caller's mistake.";
