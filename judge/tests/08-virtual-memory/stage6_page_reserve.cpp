@@ -216,6 +216,45 @@ TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
       << "for them, which is what mapping ahead exists to avoid.";
 }
 
+TEST(VmPageReserve, AReadyPageIsTakenWhileTheLastIsBeingMapped) {
+  PhysicalMemory memory(page_bytes(), 4);
+  struct Gate {
+    std::mutex m;
+    std::condition_variable cv;
+    bool entered = false, done = false, timed_out = false;
+  } gate;
+  // Two pages: while the thread is about to map page 1, page 0 is ready and no page is unmapped.
+  // The hook holds page 1 busy until this test has acquired a page, or 5 s have passed.
+  PageReserve r(memory, 2, 1, 2, [&gate](std::size_t page) {
+    std::unique_lock lock(gate.m);
+    if (page != 1 || gate.entered) return;
+    gate.entered = true;
+    gate.cv.notify_all();
+    gate.timed_out = !gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.done; });
+  });
+  {
+    std::unique_lock lock(gate.m);
+    ASSERT_TRUE(gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.entered; }))
+        << "Within 5 s the thread never came to map page 1: it maps pages lowest first, up to `high` (2).";
+  }
+  const auto page = r.acquire();
+  bool timed_out = false;
+  {
+    std::lock_guard lock(gate.m);
+    gate.done = true;
+    timed_out = gate.timed_out;
+  }
+  gate.cv.notify_all();
+  ASSERT_TRUE(page.has_value()) << "Page 0 is ready: acquire must return it.";
+  EXPECT_EQ(*page, 0u) << "The ready page is page 0.";
+  EXPECT_FALSE(timed_out)
+      << "acquire waited for page 1, which the thread was about to map, although page 0 was ready: a caller waits "
+         "for a busy page only when no page is ready and none is unmapped, since a ready page is there to be "
+         "taken at once, without waiting for the slowest map of all.";
+  r.give_back(*page);
+  r.settle();
+}
+
 TEST(VmPageReserve, TwoThreadsAcquireAndGiveBackWhileTheReserveRefills) {
   PhysicalMemory memory(page_bytes(), 16);
   PageReserve r(memory, 8, 1, 3);
