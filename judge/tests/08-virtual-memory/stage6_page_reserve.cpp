@@ -255,6 +255,54 @@ TEST(VmPageReserve, AReadyPageIsTakenWhileTheLastIsBeingMapped) {
   r.settle();
 }
 
+TEST(VmPageReserve, ASlowAcquireRefillsOnlyBelowLow) {
+  {
+    PhysicalMemory memory(page_bytes(), 8);
+    PageReserve r(memory, 8, 0, 2);
+    r.settle();
+    const auto taken = acquire(r, 3);  // 2 ready, then one the caller maps itself
+    r.settle();
+    EXPECT_EQ(r.ready(), 0u)
+        << "With low 0 the thread never refills: no count of ready pages is below 0. An acquire that maps its own "
+           "page must not set the thread refilling, or a reserve asked to map nothing more maps up to high again.";
+    for (const std::size_t page : taken) r.give_back(page);
+  }
+  PhysicalMemory memory(page_bytes(), 8);
+  struct Gate {
+    std::mutex m;
+    std::condition_variable cv;
+    bool entered = false, done = false;
+  } gate;
+  // The thread's first refill (page 2) waits until this test has acquired a page on the slow path.
+  PageReserve r(memory, 8, 1, 2, [&gate](std::size_t page) {
+    std::unique_lock lock(gate.m);
+    if (page != 2 || gate.entered) return;
+    gate.entered = true;
+    gate.cv.notify_all();
+    gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.done; });
+  });
+  r.settle();
+  auto taken = acquire(r, 2);  // the ready list is empty now, below low: the thread refills
+  {
+    std::unique_lock lock(gate.m);
+    ASSERT_TRUE(gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.entered; }))
+        << "Within 5 s of the ready list falling below low (1), the thread never came to map page 2.";
+  }
+  const auto slow = r.acquire();
+  {
+    std::lock_guard lock(gate.m);
+    gate.done = true;
+  }
+  gate.cv.notify_all();
+  ASSERT_TRUE(slow.has_value()) << "acquire with pages unmapped and memory free must map one itself.";
+  taken.push_back(*slow);
+  r.settle();
+  EXPECT_EQ(r.ready(), 2u)
+      << "An acquire that mapped its own page while the thread was refilling (fewer than low ready) must leave "
+         "the refill on: the thread refills up to high (2), not stop after the page it was mapping.";
+  for (const std::size_t page : taken) r.give_back(page);
+}
+
 TEST(VmPageReserve, TwoThreadsAcquireAndGiveBackWhileTheReserveRefills) {
   PhysicalMemory memory(page_bytes(), 16);
   PageReserve r(memory, 8, 1, 3);
