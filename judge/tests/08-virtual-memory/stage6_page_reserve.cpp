@@ -172,6 +172,25 @@ TEST(VmPageReserve, AcquireFailsWhenMemoryIsExhausted) {
   EXPECT_EQ(memory.num_in_use(), 3u);
 }
 
+TEST(VmPageReserve, AGiveBackLetsTheThreadTryAgainAfterMemoryRanOut) {
+  PhysicalMemory memory(page_bytes(), 4);
+  const auto a = memory.create(), b = memory.create();  // someone else's: 2 granules left
+  ASSERT_TRUE(a && b) << "create() on new memory must return a granule.";
+  PageReserve r(memory, 4, 2, 3);
+  r.settle();
+  ASSERT_EQ(r.ready(), 2u) << "With 2 granules free the thread maps 2 pages of the 3 it aims for, then stops.";
+  memory.release(*a);
+  memory.release(*b);
+  const auto page = r.acquire();
+  ASSERT_TRUE(page.has_value()) << "acquire with pages ready must return one.";
+  r.give_back(*page);
+  r.settle();
+  EXPECT_EQ(r.ready(), 3u)
+      << "Memory ran out, then granules came free and a page was given back: the give-back must clear the "
+         "exhaustion, so that the thread tries again and maps up to high (3); left exhausted, the reserve stays "
+         "short of pages for good.";
+}
+
 TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
   PhysicalMemory memory(page_bytes(), 16);
   struct Gate {
@@ -395,6 +414,14 @@ TEST(VmPageReserve, MarksAndPagesAreChecked) {
   EXPECT_THROW(r.give_back(0), std::invalid_argument) << "Giving back a page not in use is the caller's mistake.";
   EXPECT_THROW(r.give_back(8), std::invalid_argument) << "Page 8 of 8 does not exist.";
   EXPECT_EQ(r.ready(), 4u) << "A give_back that throws changes nothing.";
+  const auto page = r.acquire();
+  ASSERT_TRUE(page.has_value()) << "acquire with pages ready must return one.";
+  r.give_back(*page);
+  EXPECT_THROW(r.give_back(*page), std::invalid_argument)
+      << "A page given back twice must throw std::invalid_argument the second time: a page given back is ready, "
+         "no longer in use, and listing it twice hands it to two callers.";
+  r.settle();
+  EXPECT_EQ(r.ready(), 4u) << "The page given back once is ready again; the second give_back changed nothing.";
 }
 
 }  // namespace stage6_page_reserve
