@@ -7,6 +7,7 @@
 // settled (the thread idle) or is destroyed.
 #include "vm_under_test.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -363,6 +364,36 @@ TEST(VmPageReserve, TwoThreadsAcquireAndGiveBackWhileTheReserveRefills) {
   EXPECT_GE(r.ready(), 1u) << "Settled, the reserve keeps at least `low` pages ready.";
   EXPECT_LE(r.ready(), 3u) << "Settled, the reserve keeps at most `high` pages ready.";
   EXPECT_EQ(memory.num_in_use(), r.ready()) << "Only the ready pages hold granules: the others were given back.";
+}
+
+TEST(VmPageReserve, ObserversAnswerWhileOthersWork) {
+  // ThreadSanitizer reports an observer that reads the counts without the lock while another
+  // caller acquires (a ready page, then one it maps itself) and gives back, and the thread unmaps
+  // what is above high. Each observer is polled alone, so no locked call orders the reads.
+  PhysicalMemory memory(page_bytes(), 16);
+  PageReserve r(memory, 8, 0, 1);
+  r.settle();
+  const auto watch = [&r](auto observe) {
+    std::atomic<bool> done{false};
+    std::thread caller([&] {
+      for (int i = 0; i < 100; ++i) {
+        const auto first = r.acquire(), second = r.acquire();
+        if (first) r.give_back(*first);
+        if (second) r.give_back(*second);
+      }
+      done = true;
+    });
+    std::size_t most = 0;
+    while (!done) most = std::max(most, observe());
+    caller.join();
+    r.settle();
+    return most;
+  };
+  EXPECT_LE(watch([&r] { return r.ready(); }), 8u) << "No more pages are ready than the reserve has.";
+  EXPECT_LE(watch([&r] { return r.in_use(); }), 2u) << "One caller holding two pages has at most two in use.";
+  EXPECT_GE(watch([&r] { return r.slow_maps(); }), 1u)
+      << "A caller that takes two pages while one is ready maps the second itself.";
+  EXPECT_EQ(r.in_use(), 0u) << "Every page acquired was given back.";
 }
 
 TEST(VmPageReserve, TheDestructorJoinsTheThreadAndGivesBackEveryPage) {
