@@ -77,8 +77,9 @@ TEST(VmGranules, AcceptsTheLargestFileAnOffsetNumbers) {
 TEST(VmGranules, ARangeOverflowsOnlyPastTheLargestSize) {
   // Granules of 2^50 bytes: 2^14 slots are 2^64 bytes, one past what a size_t holds, and every
   // count the test asks for keeps the range's own bookkeeping small.
-  PhysicalMemory memory(std::size_t{1} << 50, 1);
-  const std::size_t most = std::numeric_limits<std::size_t>::max() / memory.granule_bytes();
+  const std::size_t huge = std::size_t{1} << 50;
+  PhysicalMemory memory(huge, 1);
+  const std::size_t most = std::numeric_limits<std::size_t>::max() / huge;
   EXPECT_THROW(AddressRange(memory, most + 1), std::invalid_argument)
       << most + 1 << " slots of 2^50 bytes are 2^64 bytes, which wrap round to 0 in a size_t: the constructor must "
          "throw std::invalid_argument before it reserves slots * granule bytes, or it reserves a wrapped size.";

@@ -68,7 +68,8 @@ TEST(VmContiguousCache, ASliceHoldsMaxTokensOfEverySequence) {
 TEST(VmContiguousCache, ASliceOverflowsOnlyPastTheLargestSize) {
   // Granules of 2^50 bytes keep every count below small: a slice of a few thousand granules is
   // nearly 2^64 bytes, and the memory's one granule costs nothing until touched.
-  PhysicalMemory memory(std::size_t{1} << 50, 1);
+  const std::size_t token = std::size_t{1} << 50;
+  PhysicalMemory memory(token, 1);
   const std::size_t max = std::numeric_limits<std::size_t>::max();
   const std::size_t wrapping = max / 2 + 1 + page_bytes() / 2;  // times 2 bytes: 2^64 + a page, a page once wrapped
   EXPECT_THROW(ContiguousKVCache(memory, 1, wrapping, 2), std::invalid_argument)
@@ -76,7 +77,6 @@ TEST(VmContiguousCache, ASliceOverflowsOnlyPastTheLargestSize) {
          "constructor must throw std::invalid_argument before it multiplies, or it builds a slice of one page "
          "that promises room for 2^63 tokens.";
   // A granule per token, and the most tokens whose bytes, and whose slice's slots, a size_t holds.
-  const std::size_t token = memory.granule_bytes();
   try {
     ContiguousKVCache cache(memory, 1, max / token, token);
     ADD_FAILURE() << "A slice of " << max / token << " tokens of 2^50 bytes (2^64 - 2^50 bytes) cannot be reserved "

@@ -391,8 +391,8 @@ TEST(VmPageReserve, ObserversAnswerWhileOthersWork) {
   };
   EXPECT_LE(watch([&r] { return r.ready(); }), 8u) << "No more pages are ready than the reserve has.";
   EXPECT_LE(watch([&r] { return r.in_use(); }), 2u) << "One caller holding two pages has at most two in use.";
-  EXPECT_GE(watch([&r] { return r.slow_maps(); }), 1u)
-      << "A caller that takes two pages while one is ready maps the second itself.";
+  EXPECT_LE(watch([&r] { return r.slow_maps(); }), 600u) << "Three rounds of 100 pairs of acquires map at most 600 pages themselves.";
+  EXPECT_GE(r.slow_maps(), 1u) << "A caller that takes two pages while one is ready maps the second itself.";
   EXPECT_EQ(r.in_use(), 0u) << "Every page acquired was given back.";
 }
 
