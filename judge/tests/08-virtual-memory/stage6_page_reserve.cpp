@@ -192,6 +192,24 @@ TEST(VmPageReserve, AGiveBackLetsTheThreadTryAgainAfterMemoryRanOut) {
          "short of pages for good.";
 }
 
+TEST(VmPageReserve, APageMappedAheadIsCommittedWholeAndReadsZeros) {
+  // Four system pages to a reserve page: touching only the first, or past the end, shows.
+  const std::size_t granule = 4 * page_bytes();
+  PhysicalMemory memory(granule, 8);
+  PageReserve r(memory, 4, 1, 2);
+  r.settle();
+  ASSERT_EQ(r.ready(), 2u) << "The thread maps ahead up to high (2).";
+  EXPECT_EQ(memory.committed_bytes(), 2 * granule)
+      << "Every system page of a page mapped ahead must be committed (touched once), or the first write on the hot "
+         "path takes the fault that mapping ahead exists to take off it.";
+  const auto page = r.acquire();
+  ASSERT_TRUE(page.has_value()) << "acquire with pages ready must return one.";
+  EXPECT_TRUE(alloclab::test::vm::zeros(r.address(*page), granule))
+      << "A page never used before must read as zeros: touching its system pages commits them and must leave "
+         "the zeros a new granule holds, not bytes of its own.";
+  r.give_back(*page);
+}
+
 TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
   PhysicalMemory memory(page_bytes(), 16);
   struct Gate {
