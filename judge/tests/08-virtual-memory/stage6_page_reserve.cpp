@@ -392,8 +392,9 @@ TEST(VmPageReserve, ObserversAnswerWhileOthersWork) {
   PageReserve r(memory, 8, 0, 1);
   r.settle();
   const auto watch = [&r](auto observe) {
-    std::atomic<bool> done{false};
+    std::atomic<bool> watching{false}, done{false};
     std::thread caller([&] {
+      while (!watching) std::this_thread::yield();
       for (int i = 0; i < 100; ++i) {
         const auto first = r.acquire(), second = r.acquire();
         if (first) r.give_back(*first);
@@ -401,7 +402,8 @@ TEST(VmPageReserve, ObserversAnswerWhileOthersWork) {
       }
       done = true;
     });
-    std::size_t most = 0;
+    std::size_t most = observe();
+    watching = true;
     while (!done) most = std::max(most, observe());
     caller.join();
     r.settle();
