@@ -177,7 +177,8 @@ TEST(VmPageReserve, AGiveBackLetsTheThreadTryAgainAfterMemoryRanOut) {
   PhysicalMemory memory(page_bytes(), 4);
   const auto a = memory.create(), b = memory.create();  // someone else's: 2 granules left
   ASSERT_TRUE(a && b) << "create() on new memory must return a granule.";
-  PageReserve r(memory, 4, 2, 3);
+  // Three pages: the one the thread failed to map is the only one left to map afterwards.
+  PageReserve r(memory, 3, 2, 3);
   r.settle();
   ASSERT_EQ(r.ready(), 2u) << "With 2 granules free the thread maps 2 pages of the 3 it aims for, then stops.";
   memory.release(*a);
@@ -188,7 +189,8 @@ TEST(VmPageReserve, AGiveBackLetsTheThreadTryAgainAfterMemoryRanOut) {
   r.settle();
   EXPECT_EQ(r.ready(), 3u)
       << "Memory ran out, then granules came free and a page was given back: the give-back must clear the "
-         "exhaustion, so that the thread tries again and maps up to high (3); left exhausted, the reserve stays "
+         "exhaustion, so that the thread tries again and maps up to high (3), and the page whose map failed must "
+         "be unmapped again, free to be tried; left exhausted, or with that page marked busy, the reserve stays "
          "short of pages for good.";
 }
 
