@@ -459,10 +459,10 @@ TEST(VmGranules, AFileTooLargeForTheSystemThrowsAndClosesIt) {
 }
 
 TEST(VmGranules, DescriptorZeroIsAFileLikeAnyOther) {
-  // With standard input closed, descriptor 0 is the lowest free one, and the next file gets it.
+  // With standard input closed, descriptor 0 is the lowest free one, and the next file gets it
+  // (a process started without standard input has it free already: dup fails, nothing to put back).
   const int input = ::dup(0);
-  ASSERT_GE(input, 0) << "The test needs standard input to put back.";
-  ::close(0);
+  if (input >= 0) ::close(0);
   std::string threw;
   int fd = -1;
   try {
@@ -471,8 +471,10 @@ TEST(VmGranules, DescriptorZeroIsAFileLikeAnyOther) {
   } catch (const std::exception& e) {
     threw = e.what();
   }
-  ::dup2(input, 0);
-  ::close(input);
+  if (input >= 0) {
+    ::dup2(input, 0);
+    ::close(input);
+  }
   EXPECT_EQ(threw, "") << "memfd_create fails only when it returns -1: descriptor 0 is a file like any other, and a "
                           "process without standard input (a daemon) gets it for its first file.";
   EXPECT_EQ(fd, 0) << "With descriptor 0 free, the memory's file is descriptor 0.";
