@@ -2,7 +2,11 @@
 #include "vm_under_test.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 
 #include <cstdint>
 #include <limits>
@@ -51,6 +55,43 @@ TEST(VmGranules, RejectsGranulesThatAreNotWholePages) {
   EXPECT_THROW(AddressRange(memory, std::numeric_limits<std::size_t>::max()), std::invalid_argument)
       << "A range whose bytes overflow a size_t must throw std::invalid_argument, before slots * granule "
          "wraps round into a small reservation.";
+}
+
+TEST(VmGranules, AcceptsTheLargestFileAnOffsetNumbers) {
+  // Granules of 2^50 bytes: the largest count whose file size a file offset still holds is a few
+  // thousand, so the test's memory costs a few kilobytes of counts and no page of the file.
+  const std::size_t huge = std::size_t{1} << 50;
+  const std::size_t most = static_cast<std::size_t>(std::numeric_limits<off_t>::max()) / huge;
+  try {
+    PhysicalMemory memory(huge, most);
+    EXPECT_EQ(memory.num_granules(), most) << "num_granules() is the count the memory was built with.";
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << most << " granules of 2^50 bytes make a file of " << most * huge
+                  << " bytes, which a file offset numbers (at most " << std::numeric_limits<off_t>::max()
+                  << "): the constructor must accept them, refusing only a count whose size would overflow; it "
+                     "threw: "
+                  << e.what();
+  }
+}
+
+TEST(VmGranules, ARangeOverflowsOnlyPastTheLargestSize) {
+  // Granules of 2^50 bytes: 2^14 slots are 2^64 bytes, one past what a size_t holds, and every
+  // count the test asks for keeps the range's own bookkeeping small.
+  const std::size_t huge = std::size_t{1} << 50;
+  PhysicalMemory memory(huge, 1);
+  const std::size_t most = std::numeric_limits<std::size_t>::max() / huge;
+  EXPECT_THROW(AddressRange(memory, most + 1), std::invalid_argument)
+      << most + 1 << " slots of 2^50 bytes are 2^64 bytes, which wrap round to 0 in a size_t: the constructor must "
+         "throw std::invalid_argument before it reserves slots * granule bytes, or it reserves a wrapped size.";
+  try {
+    AddressRange range(memory, most);
+    ADD_FAILURE() << "A reservation of " << most << " slots of 2^50 bytes cannot succeed on this machine.";
+  } catch (const std::system_error&) {
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << most << " slots of 2^50 bytes fit a size_t, so no overflow is to be reported: it is the "
+                     "system that refuses so large a reservation, with std::system_error naming mmap; it threw: "
+                  << e.what();
+  }
 }
 
 TEST(VmGranules, CreateHandsOutTheLowestFreeGranule) {
@@ -285,6 +326,34 @@ TEST(VmGranules, MisuseThrowsAndChangesNothing) {
   memory.release(range.unmap(0));
 }
 
+TEST(VmGranules, AMapTheSystemRefusesThrowsAndMapsNothing) {
+  PhysicalMemory memory(granule(), 1);
+  AddressRange range(memory, 1);
+  const auto g = memory.create();
+  ASSERT_TRUE(g.has_value()) << "create() on new memory must return a granule.";
+  std::string threw = "nothing";
+  {
+    const alloclab::test::vm::WriteOnlyFile refusing(memory.fd());
+    ASSERT_TRUE(refusing.swapped()) << "The test needs the file open write-only in place of the memory's descriptor.";
+    try {
+      range.map(0, *g);
+    } catch (const std::system_error& e) {
+      threw = e.what();
+    } catch (const std::exception& e) {
+      threw = std::string("an exception that is not std::system_error: ") + e.what();
+    }
+  }
+  EXPECT_NE(threw.find("mmap"), std::string::npos)
+      << "A map the system refuses (mmap returns MAP_FAILED) must throw std::system_error(errno, "
+         "std::system_category(), \"mmap\"): a slot counted as mapped that is not faults at the first token "
+         "written into it; it threw "
+      << threw;
+  EXPECT_FALSE(range.mapped(0).has_value()) << "A map that throws leaves the slot unmapped.";
+  EXPECT_EQ(range.num_mapped(), 0u) << "A map that throws maps nothing.";
+  EXPECT_EQ(range.map_calls(), 0u) << "A map that throws is not counted.";
+  memory.release(*g);
+}
+
 TEST(VmGranules, AReservationTheSystemRefusesThrowsSystemError) {
   // 2^18 slots of 1 GiB: 2^48 bytes, twice what user space holds on x86-64; the file costs nothing
   // until a page is touched, and the range's own bookkeeping stays small.
@@ -317,6 +386,111 @@ TEST(VmGranules, DestroyingTheMemoryClosesItsFile) {
   EXPECT_EQ(::fcntl(fd, F_GETFD), -1)
       << "The destructor must close the file: its descriptor stays open otherwise, and with it every page "
          "still committed to the file.";
+}
+
+// The lowest descriptor the process has free: the one the next file opened gets.
+int lowest_free_descriptor() {
+  const int fd = ::dup(0);
+  if (fd >= 0) ::close(fd);
+  return fd;
+}
+
+TEST(VmGranules, AFileTheSystemRefusesThrowsSystemError) {
+  // With the limit of descriptors at the lowest free one, the process can open no file at all.
+  const int free_fd = lowest_free_descriptor();
+  ASSERT_GE(free_fd, 0) << "The test needs a free descriptor to measure from.";
+  rlimit files{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &files), 0);
+  rlimit none = files;
+  none.rlim_cur = static_cast<rlim_t>(free_fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &none), 0);
+  std::string threw = "nothing";
+  int code = 0;
+  try {
+    PhysicalMemory memory(granule(), 1);
+  } catch (const std::system_error& e) {
+    threw = e.what();
+    code = e.code().value();
+  } catch (const std::exception& e) {
+    threw = std::string("an exception that is not std::system_error: ") + e.what();
+  }
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  EXPECT_EQ(code, EMFILE) << "With no descriptor free, memfd_create fails (EMFILE) and the constructor must throw "
+                             "std::system_error carrying that errno; it threw "
+                          << threw;
+  EXPECT_NE(threw.find("memfd_create"), std::string::npos)
+      << "A memfd_create that fails must be reported as its own failure, std::system_error(errno, "
+         "std::system_category(), \"memfd_create\"), before its -1 reaches ftruncate and the error names the "
+         "wrong call; it threw "
+      << threw;
+}
+
+TEST(VmGranules, AFileTooLargeForTheSystemThrowsAndClosesIt) {
+  // A limit on the size of files makes ftruncate refuse the file's size (EFBIG); the signal the
+  // system sends with it is ignored, as a server that checks its calls would.
+  rlimit size{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &size), 0);
+  rlimit small = size;
+  small.rlim_cur = static_cast<rlim_t>(granule());
+  const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  const int free_fd = lowest_free_descriptor();
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string threw = "nothing";
+  int code = 0;
+  try {
+    PhysicalMemory memory(granule(), 2);
+  } catch (const std::system_error& e) {
+    threw = e.what();
+    code = e.code().value();
+  } catch (const std::exception& e) {
+    threw = std::string("an exception that is not std::system_error: ") + e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &size);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_EQ(code, EFBIG) << "A file the system refuses to size (ftruncate fails) must throw std::system_error "
+                            "carrying ftruncate's errno, not hand out granules past the end of the file, whose "
+                            "first access kills the process with SIGBUS; it threw "
+                         << threw;
+  EXPECT_NE(threw.find("ftruncate"), std::string::npos)
+      << "The std::system_error must name the call that failed, \"ftruncate\"; it threw " << threw;
+  EXPECT_EQ(lowest_free_descriptor(), free_fd)
+      << "A constructor that throws after memfd_create must close the file first: no destructor runs for an object "
+         "never built, so every failed construction would leak a descriptor.";
+}
+
+TEST(VmGranules, DescriptorZeroIsAFileLikeAnyOther) {
+  // With standard input closed, descriptor 0 is the lowest free one, and the next file gets it
+  // (a process started without standard input has it free already: dup fails, nothing to put back).
+  const int input = ::dup(0);
+  if (input >= 0) ::close(0);
+  std::string threw;
+  int fd = -1;
+  try {
+    PhysicalMemory memory(granule(), 1);
+    fd = memory.fd();
+  } catch (const std::exception& e) {
+    threw = e.what();
+  }
+  if (input >= 0) {
+    ::dup2(input, 0);
+    ::close(input);
+  }
+  EXPECT_EQ(threw, "") << "memfd_create fails only when it returns -1: descriptor 0 is a file like any other, and a "
+                          "process without standard input (a daemon) gets it for its first file.";
+  EXPECT_EQ(fd, 0) << "With descriptor 0 free, the memory's file is descriptor 0.";
+}
+
+TEST(VmGranules, MemoryAndRangeCannotBeCopied) {
+  const alloclab::test::Copyability memory = alloclab::test::vm::traits_of_the_memory();
+  EXPECT_FALSE(memory.copy_constructible)
+      << "PhysicalMemory must not be copy-constructible (the contract deletes its copy constructor): two copies "
+         "would hand out the same granules twice and both close the one file.";
+  EXPECT_FALSE(memory.copy_assignable) << "PhysicalMemory must not be copy-assignable either, for the same reason.";
+  const alloclab::test::Copyability range = alloclab::test::vm::traits_of_the_range();
+  EXPECT_FALSE(range.copy_constructible)
+      << "AddressRange must not be copy-constructible (the contract deletes its copy constructor): two copies "
+         "would unmap the one reservation twice, the second time over whatever the system put there since.";
+  EXPECT_FALSE(range.copy_assignable) << "AddressRange must not be copy-assignable either, for the same reason.";
 }
 
 }  // namespace stage1_granules

@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <system_error>
 #include <vector>
 
 #include "alloclab_test.hpp"
+#include "failing_new.hpp"
 #include "vm_test_support.hpp"
 
 namespace stage2_expandable_segment {
@@ -26,6 +28,8 @@ TEST(VmExpandableSegment, ReservesWholeGranulesAndMapsNothing) {
   PhysicalMemory memory(g(), 8);
   EXPECT_THROW(ExpandableSegment(memory, 0), std::invalid_argument)
       << "ExpandableSegment(memory, 0) must throw std::invalid_argument: a segment of no bytes holds nothing.";
+  ExpandableSegment one_byte(memory, 1);
+  EXPECT_EQ(one_byte.size(), g()) << "A segment of one byte reserves the one granule that holds it.";
   ExpandableSegment segment(memory, 3 * g() + 1);
   EXPECT_EQ(segment.size(), 4 * g()) << "size() is max_bytes rounded up to whole granules: 3 granules and a byte need 4.";
   EXPECT_EQ(segment.granule_bytes(), g()) << "granule_bytes() is the memory's granule.";
@@ -35,6 +39,15 @@ TEST(VmExpandableSegment, ReservesWholeGranulesAndMapsNothing) {
   EXPECT_FALSE(segment.is_mapped(0)) << "is_mapped(0) of a new segment is false.";
   EXPECT_TRUE(segment.map(segment.size(), 0)) << "map() of no bytes, even at the end, succeeds and maps nothing.";
   EXPECT_EQ(segment.mapped_bytes(), 0u) << "map() of no bytes maps nothing.";
+  EXPECT_TRUE(segment.map(0, 0)) << "map(0, 0) succeeds: no bytes touch no granule.";
+  EXPECT_TRUE(segment.map(g() + 1, 0)) << "map(g + 1, 0) succeeds: no bytes touch no granule.";
+  EXPECT_EQ(segment.mapped_bytes(), 0u)
+      << "map() of no bytes, at the start or inside a granule, maps nothing: [offset, offset + 0) touches no "
+         "granule, and the last byte of an empty range (offset - 1) is not one of its bytes.";
+  ASSERT_TRUE(segment.map(g() + 1, 1)) << "map(g + 1, 1) with free memory must succeed.";
+  EXPECT_TRUE(segment.is_mapped(g())) << "map(g + 1, 1) touches a byte of granule 1, which must be mapped: a block of "
+                                         "one byte is memory too.";
+  EXPECT_EQ(segment.mapped_bytes(), g()) << "map(g + 1, 1) maps granule 1 alone.";
 }
 
 TEST(VmExpandableSegment, MapsEveryGranuleItsBytesTouchLowestFirst) {
@@ -80,6 +93,46 @@ TEST(VmExpandableSegment, MapIsAllOrNothing) {
   ASSERT_TRUE(segment.map(2 * g(), g())) << "After a failed map, the granule left must still be mappable.";
 }
 
+TEST(VmExpandableSegment, AMapTheHeapRefusesChangesNothing) {
+  ASSERT_TRUE(alloclab::test::failing_new_works())
+      << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  alloclab::test::for_each_failing_allocation([](long n) {
+    PhysicalMemory memory(g(), 8);
+    ExpandableSegment segment(memory, 8 * g());
+    bool mapped = false;
+    const auto outcome = alloclab::test::call_with_failing_new(n, [&] { mapped = segment.map(g() / 2, 3 * g()); });
+    if (outcome.fired && outcome.threw) {
+      EXPECT_EQ(segment.mapped_bytes(), 0u)
+          << "map(g / 2, 3g) threw std::bad_alloc when heap allocation " << n << " inside it failed, and left "
+          << segment.mapped_bytes() / g() << " granule(s) mapped: a call that throws must change nothing. Make "
+             "room for the list of granules mapped so far before mapping the first, so that no allocation can "
+             "fail between a map and its record, where the undo would miss it.";
+      EXPECT_EQ(memory.num_in_use(), 0u) << "A map that throws std::bad_alloc leaves no granule in use.";
+    } else if (!outcome.fired) {
+      EXPECT_TRUE(mapped) << "map(g / 2, 3g) with free memory must succeed.";
+      EXPECT_EQ(segment.mapped_bytes(), 4 * g()) << "map(g / 2, 3g) touches granules 0 to 3.";
+    }
+    return outcome.fired;
+  });
+}
+
+TEST(VmExpandableSegment, AMapTheSystemRefusesChangesNothing) {
+  PhysicalMemory memory(g(), 8);
+  ExpandableSegment segment(memory, 8 * g());
+  ASSERT_TRUE(segment.map(0, 1)) << "map(0, 1) with free memory must succeed.";
+  {
+    const alloclab::test::vm::WriteOnlyFile refusing(memory.fd());
+    ASSERT_TRUE(refusing.swapped()) << "The test needs the file open write-only in place of the memory's descriptor.";
+    EXPECT_THROW((void)segment.map(0, 3 * g()), std::system_error)
+        << "map(0, 3g) whose mmap the system refuses must let the std::system_error through: a map that returns "
+           "true over a granule it could not map hands out a block that faults at its first byte.";
+  }
+  EXPECT_EQ(segment.mapped_bytes(), g()) << "A map that throws leaves mapped only what was mapped before it.";
+  EXPECT_EQ(memory.num_in_use(), 1u)
+      << "A map that throws must release the granule it created for the slot it could not map, or the granule "
+         "is in use for ever with nobody to give it back.";
+}
+
 TEST(VmExpandableSegment, BytesOutsideTheSegmentThrow) {
   PhysicalMemory memory(g(), 4);
   ExpandableSegment segment(memory, 2 * g());
@@ -91,7 +144,15 @@ TEST(VmExpandableSegment, BytesOutsideTheSegmentThrow) {
       << "unmap() of bytes past the segment's end must throw std::out_of_range.";
   EXPECT_THROW((void)segment.is_mapped(2 * g()), std::out_of_range)
       << "is_mapped() of a byte past the segment's end must throw std::out_of_range.";
+  EXPECT_NO_THROW(EXPECT_FALSE(segment.is_mapped(2 * g() - 1)))
+      << "is_mapped() of the segment's last byte asks about a byte inside it: it must answer (false), not throw.";
   EXPECT_EQ(memory.num_in_use(), 0u) << "A call that throws maps nothing.";
+  ASSERT_TRUE(segment.map(0, 2 * g())) << "map(0, 2g) with free memory must succeed.";
+  EXPECT_THROW((void)segment.unmap(g(), 2 * g()), std::out_of_range)
+      << "unmap(g, 2g) of a segment of 2g runs past its end and must throw std::out_of_range.";
+  EXPECT_TRUE(segment.is_mapped(g()))
+      << "unmap(g, 2g) threw, so it must have unmapped nothing: check every byte lies inside the segment before "
+         "the first granule is unmapped, or a caller's error costs a granule that still holds a block.";
 }
 
 TEST(VmExpandableSegment, UnmapsOnlyWholeGranules) {
@@ -112,7 +173,11 @@ TEST(VmExpandableSegment, UnmapsOnlyWholeGranules) {
   EXPECT_EQ(memory.num_in_use(), 2u) << "unmap() releases the granules it unmaps: the memory has 2 in use.";
   EXPECT_EQ(memory.committed_bytes(), 2 * g()) << "A granule unmapped gives its memory back to the system.";
   EXPECT_TRUE(taken(segment.base() + g(), g())) << "An unmapped granule's addresses stay reserved.";
-  EXPECT_EQ(segment.unmap(0, 4 * g()), 2 * g()) << "unmap(0, size()) unmaps what is still mapped and counts only that.";
+  EXPECT_EQ(segment.unmap(1, 3 * g() - 1), g())
+      << "unmap(1, 3g - 1) lies wholly over granules 1 (unmapped already) and 2 only: it must unmap granule 2 and "
+         "return its bytes. Granule 0 holds the byte before the start, so its start rounds up to granule 1.";
+  EXPECT_TRUE(segment.is_mapped(0)) << "Granule 0, partly outside unmap(1, 3g - 1), must stay mapped.";
+  EXPECT_EQ(segment.unmap(0, 4 * g()), g()) << "unmap(0, size()) unmaps what is still mapped and counts only that.";
   EXPECT_EQ(segment.mapped_bytes(), 0u) << "Everything is unmapped.";
 }
 
@@ -272,9 +337,18 @@ TEST(VmExpandableSegment, AllocateWithoutMemoryChangesNothing) {
   EXPECT_EQ(allocator.allocated_bytes(), 0u) << "A refused allocate changes nothing.";
   EXPECT_EQ(allocator.mapped_bytes(), 0u) << "A refused allocate leaves no granule mapped.";
   EXPECT_EQ(memory.num_free(), 2u) << "A refused allocate leaves no granule in use.";
+  EXPECT_EQ(allocator.allocate(std::numeric_limits<std::size_t>::max() - 100), nullptr)
+      << "allocate(SIZE_MAX - 100) is larger than the segment and must return nullptr: rounded up to 512 before "
+         "it is compared, the request wraps round to 0 bytes and takes a block of none.";
+  EXPECT_EQ(allocator.allocated_bytes(), 0u) << "A refused allocate changes nothing.";
   std::byte* p = allocator.allocate(2 * g());
   EXPECT_EQ(p, allocator.segment().base())
       << "After a refusal the free block is whole: allocate(2g) must take the segment's front.";
+  PhysicalMemory enough(g(), 2);
+  SegmentAllocator whole(enough, 2 * g());
+  EXPECT_EQ(whole.allocate(2 * g()), whole.segment().base())
+      << "allocate(size()) of an empty segment must take all of it: the one free block holds exactly that many "
+         "bytes.";
 }
 
 TEST(VmExpandableSegment, DeallocateRefusesWhatIsNotALiveBlock) {

@@ -8,8 +8,10 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 
 #include "alloclab_test.hpp"
+#include "failing_new.hpp"
 #include "vm_test_support.hpp"
 
 namespace stage3_contiguous_cache {
@@ -61,6 +63,39 @@ TEST(VmContiguousCache, ASliceHoldsMaxTokensOfEverySequence) {
   EXPECT_EQ(cache.num_sequences(), 0u) << "A new cache holds no sequence.";
   EXPECT_EQ(cache.mapped_granules(), 0u) << "A new cache maps nothing: the reservation costs address space only.";
   EXPECT_EQ(&cache.memory(), &memory) << "memory() is the PhysicalMemory the cache maps.";
+}
+
+TEST(VmContiguousCache, ASliceOverflowsOnlyPastTheLargestSize) {
+  // Granules of 2^50 bytes keep every count below small: a slice of a few thousand granules is
+  // nearly 2^64 bytes, and the memory's one granule costs nothing until touched.
+  const std::size_t token = std::size_t{1} << 50;
+  PhysicalMemory memory(token, 1);
+  const std::size_t max = std::numeric_limits<std::size_t>::max();
+  const std::size_t wrapping = max / 2 + 1 + page_bytes() / 2;  // times 2 bytes: 2^64 + a page, a page once wrapped
+  EXPECT_THROW(ContiguousKVCache(memory, 1, wrapping, 2), std::invalid_argument)
+      << wrapping << " tokens of 2 bytes are 2^64 bytes and a page, which wrap round to a page in a size_t: the "
+         "constructor must throw std::invalid_argument before it multiplies, or it builds a slice of one page "
+         "that promises room for 2^63 tokens.";
+  // A granule per token, and the most tokens whose bytes, and whose slice's slots, a size_t holds.
+  try {
+    ContiguousKVCache cache(memory, 1, max / token, token);
+    ADD_FAILURE() << "A slice of " << max / token << " tokens of 2^50 bytes (2^64 - 2^50 bytes) cannot be reserved "
+                                                     "on this machine.";
+  } catch (const std::system_error&) {
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << max / token << " tokens of 2^50 bytes fit a size_t, and so do the slots of one slice of them: "
+                     "no overflow is to be reported, it is the system that refuses so large a reservation, with "
+                     "std::system_error naming mmap; it threw: "
+                  << e.what();
+  }
+  // Slices whose slots number just past 2^64 all together: max_sequences * slice_granules wraps
+  // round to fewer than a slice, a small reservation the system grants.
+  PhysicalMemory pages(gran(), 1);
+  const std::size_t sequences = 4097, granules = max / sequences + 1;
+  EXPECT_THROW(ContiguousKVCache(pages, sequences, granules, gran()), std::invalid_argument)
+      << sequences << " slices of " << granules << " granules are 2^64 slots and more, which wrap round to a few in a "
+      << "size_t: the constructor must throw std::invalid_argument before it multiplies, or it reserves a few "
+         "granules for slices that run far past the reservation's end.";
 }
 
 TEST(VmContiguousCache, AdmitMapsTheGranulesItsTokensNeed) {
@@ -115,6 +150,32 @@ TEST(VmContiguousCache, ReleaseLeavesTheSliceMappedForTheNextSequence) {
   EXPECT_EQ(memory.num_in_use(), 3u) << "and creates no granule.";
   EXPECT_EQ(cache.idle_granules(), 0u) << "A slice held again is no longer idle.";
   EXPECT_EQ(cache.data(2), at) << "The sequence's tokens start at its slice's first byte.";
+}
+
+TEST(VmContiguousCache, AReleaseTheHeapRefusesChangesNothing) {
+  ASSERT_TRUE(alloclab::test::failing_new_works())
+      << "This test binary cannot make operator new fail, so the test would prove nothing.";
+  alloclab::test::for_each_failing_allocation([](long n) {
+    PhysicalMemory memory(gran(), 8);
+    ContiguousKVCache cache(memory, 3, 12, tok());
+    for (const int r : {1, 2, 3})
+      EXPECT_TRUE(cache.admit(r, 5)) << "admit(" << r << ", 5) with three free slices must succeed.";
+    const auto outcome = alloclab::test::call_with_failing_new(n, [&] {
+      for (const int r : {2, 1, 3}) cache.release(r);
+    });
+    if (outcome.fired && outcome.threw) {
+      const std::size_t left = cache.num_sequences();
+      EXPECT_EQ(cache.idle_granules() + 2 * left, 6u)
+          << "A release threw std::bad_alloc when heap allocation " << n << " inside it failed, and the cache now "
+          << "holds " << left << " sequence(s) but only " << cache.idle_granules() << " idle granule(s) of the 6 "
+          << "mapped: a sequence was forgotten before its slice joined the idle list, so its granules can never "
+             "be reclaimed or trimmed. Make room for every slice in the idle list when the cache is built.";
+    } else if (!outcome.fired) {
+      EXPECT_EQ(cache.idle_granules(), 6u) << "Three released sequences of 5 tokens leave 6 idle granules.";
+      EXPECT_EQ(cache.trim(), 6u) << "trim() gives back every granule of every idle slice.";
+    }
+    return outcome.fired;
+  });
 }
 
 TEST(VmContiguousCache, ANewSequenceTakesTheSliceWithTheMostOfItsSlotsMapped) {

@@ -7,6 +7,7 @@
 // settled (the thread idle) or is destroyed.
 #include "vm_under_test.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -172,6 +173,45 @@ TEST(VmPageReserve, AcquireFailsWhenMemoryIsExhausted) {
   EXPECT_EQ(memory.num_in_use(), 3u);
 }
 
+TEST(VmPageReserve, AGiveBackLetsTheThreadTryAgainAfterMemoryRanOut) {
+  PhysicalMemory memory(page_bytes(), 4);
+  const auto a = memory.create(), b = memory.create();  // someone else's: 2 granules left
+  ASSERT_TRUE(a && b) << "create() on new memory must return a granule.";
+  // Three pages: the one the thread failed to map is the only one left to map afterwards.
+  PageReserve r(memory, 3, 2, 3);
+  r.settle();
+  ASSERT_EQ(r.ready(), 2u) << "With 2 granules free the thread maps 2 pages of the 3 it aims for, then stops.";
+  memory.release(*a);
+  memory.release(*b);
+  const auto page = r.acquire();
+  ASSERT_TRUE(page.has_value()) << "acquire with pages ready must return one.";
+  r.give_back(*page);
+  r.settle();
+  EXPECT_EQ(r.ready(), 3u)
+      << "Memory ran out, then granules came free and a page was given back: the give-back must clear the "
+         "exhaustion, so that the thread tries again and maps up to high (3), and the page whose map failed must "
+         "be unmapped again, free to be tried; left exhausted, or with that page marked busy, the reserve stays "
+         "short of pages for good.";
+}
+
+TEST(VmPageReserve, APageMappedAheadIsCommittedWholeAndReadsZeros) {
+  // Four system pages to a reserve page: touching only the first, or past the end, shows.
+  const std::size_t granule = 4 * page_bytes();
+  PhysicalMemory memory(granule, 8);
+  PageReserve r(memory, 4, 1, 2);
+  r.settle();
+  ASSERT_EQ(r.ready(), 2u) << "The thread maps ahead up to high (2).";
+  EXPECT_EQ(memory.committed_bytes(), 2 * granule)
+      << "Every system page of a page mapped ahead must be committed (touched once), or the first write on the hot "
+         "path takes the fault that mapping ahead exists to take off it.";
+  const auto page = r.acquire();
+  ASSERT_TRUE(page.has_value()) << "acquire with pages ready must return one.";
+  EXPECT_TRUE(alloclab::test::vm::zeros(r.address(*page), granule))
+      << "A page never used before must read as zeros: touching its system pages commits them and must leave "
+         "the zeros a new granule holds, not bytes of its own.";
+  r.give_back(*page);
+}
+
 TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
   PhysicalMemory memory(page_bytes(), 16);
   struct Gate {
@@ -214,6 +254,93 @@ TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
       << "maps while holding the lock the hot path needs (before_map runs right before the map, with no lock "
       << "held). A map and its page faults take microseconds to milliseconds; every step of the engine would wait "
       << "for them, which is what mapping ahead exists to avoid.";
+}
+
+TEST(VmPageReserve, AReadyPageIsTakenWhileTheLastIsBeingMapped) {
+  PhysicalMemory memory(page_bytes(), 4);
+  struct Gate {
+    std::mutex m;
+    std::condition_variable cv;
+    bool entered = false, done = false, timed_out = false;
+  } gate;
+  // Two pages: while the thread is about to map page 1, page 0 is ready and no page is unmapped.
+  // The hook holds page 1 busy until this test has acquired a page, or 5 s have passed.
+  PageReserve r(memory, 2, 1, 2, [&gate](std::size_t page) {
+    std::unique_lock lock(gate.m);
+    if (page != 1 || gate.entered) return;
+    gate.entered = true;
+    gate.cv.notify_all();
+    gate.timed_out = !gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.done; });
+  });
+  {
+    std::unique_lock lock(gate.m);
+    ASSERT_TRUE(gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.entered; }))
+        << "Within 5 s the thread never came to map page 1: it maps pages lowest first, up to `high` (2).";
+  }
+  const auto page = r.acquire();
+  bool timed_out = false;
+  {
+    std::lock_guard lock(gate.m);
+    gate.done = true;
+    timed_out = gate.timed_out;
+  }
+  gate.cv.notify_all();
+  ASSERT_TRUE(page.has_value()) << "Page 0 is ready: acquire must return it.";
+  EXPECT_EQ(*page, 0u) << "The ready page is page 0.";
+  EXPECT_FALSE(timed_out)
+      << "acquire waited for page 1, which the thread was about to map, although page 0 was ready: a caller waits "
+         "for a busy page only when no page is ready and none is unmapped, since a ready page is there to be "
+         "taken at once, without waiting for the slowest map of all.";
+  r.give_back(*page);
+  r.settle();
+}
+
+TEST(VmPageReserve, ASlowAcquireRefillsOnlyBelowLow) {
+  {
+    PhysicalMemory memory(page_bytes(), 8);
+    PageReserve r(memory, 8, 0, 2);
+    r.settle();
+    const auto taken = acquire(r, 3);  // 2 ready, then one the caller maps itself
+    r.settle();
+    EXPECT_EQ(r.ready(), 0u)
+        << "With low 0 the thread never refills: no count of ready pages is below 0. An acquire that maps its own "
+           "page must not set the thread refilling, or a reserve asked to map nothing more maps up to high again.";
+    for (const std::size_t page : taken) r.give_back(page);
+  }
+  PhysicalMemory memory(page_bytes(), 8);
+  struct Gate {
+    std::mutex m;
+    std::condition_variable cv;
+    bool entered = false, done = false;
+  } gate;
+  // The thread's first refill (page 2) waits until this test has acquired a page on the slow path.
+  PageReserve r(memory, 8, 1, 2, [&gate](std::size_t page) {
+    std::unique_lock lock(gate.m);
+    if (page != 2 || gate.entered) return;
+    gate.entered = true;
+    gate.cv.notify_all();
+    gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.done; });
+  });
+  r.settle();
+  auto taken = acquire(r, 2);  // the ready list is empty now, below low: the thread refills
+  {
+    std::unique_lock lock(gate.m);
+    ASSERT_TRUE(gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.entered; }))
+        << "Within 5 s of the ready list falling below low (1), the thread never came to map page 2.";
+  }
+  const auto slow = r.acquire();
+  {
+    std::lock_guard lock(gate.m);
+    gate.done = true;
+  }
+  gate.cv.notify_all();
+  ASSERT_TRUE(slow.has_value()) << "acquire with pages unmapped and memory free must map one itself.";
+  taken.push_back(*slow);
+  r.settle();
+  EXPECT_EQ(r.ready(), 2u)
+      << "An acquire that mapped its own page while the thread was refilling (fewer than low ready) must leave "
+         "the refill on: the thread refills up to high (2), not stop after the page it was mapping.";
+  for (const std::size_t page : taken) r.give_back(page);
 }
 
 TEST(VmPageReserve, TwoThreadsAcquireAndGiveBackWhileTheReserveRefills) {
@@ -259,6 +386,38 @@ TEST(VmPageReserve, TwoThreadsAcquireAndGiveBackWhileTheReserveRefills) {
   EXPECT_EQ(memory.num_in_use(), r.ready()) << "Only the ready pages hold granules: the others were given back.";
 }
 
+TEST(VmPageReserve, ObserversAnswerWhileOthersWork) {
+  // ThreadSanitizer reports an observer that reads the counts without the lock while another
+  // caller acquires (a ready page, then one it maps itself) and gives back, and the thread unmaps
+  // what is above high. Each observer is polled alone, so no locked call orders the reads.
+  PhysicalMemory memory(page_bytes(), 16);
+  PageReserve r(memory, 8, 0, 1);
+  r.settle();
+  const auto watch = [&r](auto observe) {
+    std::atomic<bool> watching{false}, done{false};
+    std::thread caller([&] {
+      while (!watching) std::this_thread::yield();
+      for (int i = 0; i < 100; ++i) {
+        const auto first = r.acquire(), second = r.acquire();
+        if (first) r.give_back(*first);
+        if (second) r.give_back(*second);
+      }
+      done = true;
+    });
+    std::size_t most = observe();
+    watching = true;
+    while (!done) most = std::max(most, observe());
+    caller.join();
+    r.settle();
+    return most;
+  };
+  EXPECT_LE(watch([&r] { return r.ready(); }), 8u) << "No more pages are ready than the reserve has.";
+  EXPECT_LE(watch([&r] { return r.in_use(); }), 2u) << "One caller holding two pages has at most two in use.";
+  EXPECT_LE(watch([&r] { return r.slow_maps(); }), 600u) << "Three rounds of 100 pairs of acquires map at most 600 pages themselves.";
+  EXPECT_GE(r.slow_maps(), 1u) << "A caller that takes two pages while one is ready maps the second itself.";
+  EXPECT_EQ(r.in_use(), 0u) << "Every page acquired was given back.";
+}
+
 TEST(VmPageReserve, TheDestructorJoinsTheThreadAndGivesBackEveryPage) {
   PhysicalMemory memory(page_bytes(), 16);
   {
@@ -293,11 +452,29 @@ TEST(VmPageReserve, MarksAndPagesAreChecked) {
   EXPECT_THROW(PageReserve(memory, 8, 5, 4), std::invalid_argument) << "low above high is the caller's mistake.";
   EXPECT_THROW(PageReserve(memory, 8, 0, 0), std::invalid_argument) << "high 0 maps nothing ahead: a mistake.";
   EXPECT_THROW(PageReserve(memory, 8, 2, 9), std::invalid_argument) << "high above the pages cannot be reached.";
+  {
+    PageReserve equal_marks(memory, 4, 2, 2);
+    equal_marks.settle();
+    EXPECT_EQ(equal_marks.ready(), 2u) << "low == high is a valid pair of marks: the thread keeps exactly high ready.";
+  }
+  {
+    PageReserve every_page(memory, 4, 1, 4);
+    every_page.settle();
+    EXPECT_EQ(every_page.ready(), 4u) << "high == pages is a valid mark: the thread maps every page ahead.";
+  }
   PageReserve r(memory, 8, 2, 4);
   r.settle();
   EXPECT_THROW(r.give_back(0), std::invalid_argument) << "Giving back a page not in use is the caller's mistake.";
   EXPECT_THROW(r.give_back(8), std::invalid_argument) << "Page 8 of 8 does not exist.";
   EXPECT_EQ(r.ready(), 4u) << "A give_back that throws changes nothing.";
+  const auto page = r.acquire();
+  ASSERT_TRUE(page.has_value()) << "acquire with pages ready must return one.";
+  r.give_back(*page);
+  EXPECT_THROW(r.give_back(*page), std::invalid_argument)
+      << "A page given back twice must throw std::invalid_argument the second time: a page given back is ready, "
+         "no longer in use, and listing it twice hands it to two callers.";
+  r.settle();
+  EXPECT_EQ(r.ready(), 4u) << "The page given back once is ready again; the second give_back changed nothing.";
 }
 
 }  // namespace stage6_page_reserve

@@ -2,6 +2,7 @@
 // memory, asked without the learner's code.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,6 +37,32 @@ inline bool taken(const void* p, std::size_t n) {
   }
   return true;
 }
+
+/// For its lifetime, descriptor `fd` is the same file opened write-only, so the system refuses
+/// every mapping of it (EACCES: a mapping reads the file) while a hole can still be punched in it:
+/// a map that fails, without touching the code under test. The descriptor is the file again at
+/// the end of the scope.
+class WriteOnlyFile {
+ public:
+  explicit WriteOnlyFile(int fd)
+      : fd_(fd), kept_(::dup(fd)),
+        write_only_(::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), O_WRONLY | O_CLOEXEC)) {
+    swapped_ = kept_ >= 0 && write_only_ >= 0 && ::dup2(write_only_, fd_) == fd_;
+  }
+  WriteOnlyFile(const WriteOnlyFile&) = delete;
+  WriteOnlyFile& operator=(const WriteOnlyFile&) = delete;
+  ~WriteOnlyFile() {
+    if (swapped_) ::dup2(kept_, fd_);
+    if (kept_ >= 0) ::close(kept_);
+    if (write_only_ >= 0) ::close(write_only_);
+  }
+  /// Whether the descriptor is write-only now; a test that is not proves nothing.
+  [[nodiscard]] bool swapped() const noexcept { return swapped_; }
+
+ private:
+  int fd_, kept_, write_only_;
+  bool swapped_ = false;
+};
 
 /// An address range [begin, end) of the process.
 struct Span {

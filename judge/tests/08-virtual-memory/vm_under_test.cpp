@@ -13,6 +13,9 @@ namespace alloclab::test::vm {
 
 namespace L = ::alloclab;
 
+Copyability traits_of_the_memory() { return copyability_of<L::PhysicalMemory>(); }
+Copyability traits_of_the_range() { return copyability_of<L::AddressRange>(); }
+
 // Each learner's object is built before the pointer owns it, so a constructor that throws leaves
 // nothing behind, as it would with the learner's type on the stack. The observers are called on a
 // const object, as a caller holding a const reference would: an observer the learner did not

@@ -19,12 +19,18 @@
 #include <optional>
 #include <span>
 
+#include "copyability.hpp"
+
 namespace alloclab::test::vm {
 
 /// The learner's object a seam's view shows (one the learner's code owns and returned by reference).
 struct ViewOf {
   const void* learners;
 };
+
+/// Whether the learner's PhysicalMemory and AddressRange can be copied (read where they are complete).
+[[nodiscard]] Copyability traits_of_the_memory();
+[[nodiscard]] Copyability traits_of_the_range();
 
 /// The learner's PhysicalMemory.
 class PhysicalMemory {
