@@ -64,6 +64,13 @@ def _test(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="every test's messages and raw sanitizer reports")
 
 
+def _examine(p: argparse.ArgumentParser) -> None:
+    _exercise(p)
+    p.add_argument("--source", metavar="FILE", help="judge FILE in place of the exercise's my_tests.cpp")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the report: valid, "
+                   "chaffs_caught, chaffs_total, parts, invalid_tests")
+
+
 def _watch(p: argparse.ArgumentParser) -> None:
     p.add_argument("exercise", nargs="?", help=f"{EXERCISE} (default: the first not yet passed)")
     p.add_argument("--compiler", default="clang", metavar="C", help=COMPILER_HELP)
@@ -177,6 +184,8 @@ def _mutate(p: argparse.ArgumentParser) -> None:
 COMMANDS = (
     Command("list", "learner", "every exercise in order, with your progress", "learner.verbs:list_command"),
     Command("test", "learner", "build and run an exercise's staged tests", "learner.verbs:test_command", _test),
+    Command("examine", "learner", "judge your own tests of an exercise (my_tests.cpp): valid on every correct "
+            "implementation, and how many known mistakes they catch", "learner.examine:examine_command", _examine),
     Command("hint", "learner", "the next hint for the first failing test of an exercise (its own hints, then its "
             "stage's), one more each time; --all shows again those you took", "learner.verbs:hint_command", _hint),
     Command("quiz", "learner", "the chapter's self-check: a few questions, each explained once you answer",

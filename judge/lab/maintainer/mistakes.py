@@ -25,19 +25,11 @@ is replaced by one: a hunk without such a line changes something besides the mis
 diff is refused."""
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..model.catalog import ROOT, Exercise
-
-OUT = ROOT / "build" / "mistakes"
-_HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_MARK_RE = re.compile(r"//\s*MISTAKE\b")
-
-
-class PatchError(Exception):
-    """The diff does not apply to the reference as it is now."""
+from ..model.variants import (OUT, Mistake, PatchError, apply, materialize, mistakes,  # noqa: F401 (the maintainer's names)
+                              unmarked_hunks)
 
 
 # What `serve` can make of a wrong manager: every request's tokens compared with the plain engine's,
@@ -49,33 +41,6 @@ class PatchError(Exception):
 # worse than the reference manager's on the same trace and budget.
 SERVING_OUTCOMES = ("tokens differ", "a leak", "stopped", "crashes", "below the reference")
 SERVING_PASSES = "passes: "
-
-
-@dataclass(frozen=True)
-class Mistake:
-    path: Path
-    description: str
-    caught_by: tuple[str, ...]
-    beyond_the_model: str = ""   # why the model stage cannot catch it; "" when it does
-    serving: str = ""            # what `serve` makes of it: one of SERVING_OUTCOMES, or "passes: why"
-
-    @property
-    def name(self) -> str:
-        return self.path.stem
-
-
-def mistakes(exercise: Exercise) -> list[Mistake]:
-    found = []
-    for path in sorted(exercise.mistakes_dir.glob("*.diff")):
-        text = path.read_text(encoding="utf-8")
-        what = re.search(r"^Mistake:\s*(.+)$", text, re.M)
-        caught = re.search(r"^Caught by:\s*(.+)$", text, re.M)
-        beyond = re.search(r"^Beyond the model:\s*(.+)$", text, re.M)
-        serving = re.search(r"^Serving:\s*(.+)$", text, re.M)
-        found.append(Mistake(path, what.group(1).strip() if what else "",
-                             tuple(t.strip() for t in caught.group(1).split(",")) if caught else (),
-                             beyond.group(1).strip() if beyond else "", serving.group(1).strip() if serving else ""))
-    return found
 
 
 def serving_problems(found: list[Mistake]) -> list[str]:
@@ -148,76 +113,3 @@ def serving_table_problems(served: Exercise, page: Path) -> list[str]:
     found = mistakes(served)
     return serving_problems(found) + _table_problems(page, SERVING_TABLE_START, SERVING_TABLE_END,
                                                      serving_table(found), "what serve makes of the known mistakes")
-
-
-def apply(original: str, diff: str) -> str:
-    """Applies a unified diff exactly: every context and removed line must match where the
-    hunk says it is."""
-    lines = original.splitlines(keepends=True)
-    out: list[str] = []
-    at = 0  # lines of the original consumed so far
-    diff_lines = diff.splitlines(keepends=True)
-    i = 0
-    while i < len(diff_lines):
-        m = _HUNK_RE.match(diff_lines[i])
-        i += 1
-        if not m:
-            continue
-        start = int(m.group(1)) - (0 if m.group(2) == "0" else 1)
-        if start < at:
-            raise PatchError(f"hunk at line {start + 1} overlaps the one before it")
-        out.extend(lines[at:start])
-        at = start
-        while i < len(diff_lines) and not diff_lines[i].startswith("@@"):
-            line = diff_lines[i]
-            i += 1
-            tag, body = line[:1], line[1:]
-            if tag == "\\":  # "\ No newline at end of file"
-                continue
-            if tag in (" ", "-"):
-                if at >= len(lines) or lines[at].rstrip("\n") != body.rstrip("\n"):
-                    raise PatchError(f"line {at + 1} of the reference is not {body.strip()!r}")
-                at += 1
-                if tag == " ":
-                    out.append(lines[at - 1])
-            elif tag == "+":
-                out.append(body if body.endswith("\n") else body + "\n")
-            elif line.strip() == "":
-                raise PatchError("a blank line inside a hunk: context lines start with a space")
-    out.extend(lines[at:])
-    return "".join(out)
-
-
-def unmarked_hunks(diff: str) -> list[int]:
-    """The reference's line numbers of the hunks that add no line marked `// MISTAKE`: each
-    changes something the mistake is not about (or hides which line is wrong)."""
-    unmarked = []
-    start, marked = None, False
-    for line in diff.splitlines() + ["@@ end"]:
-        if line.startswith("@@"):
-            if start is not None and not marked:
-                unmarked.append(start)
-            m = _HUNK_RE.match(line)
-            start, marked = (int(m.group(1)) if m else None), False
-        elif start is not None and line.startswith("+") and _MARK_RE.search(line):
-            marked = True
-    return unmarked
-
-
-def materialize(exercise: Exercise, mistake: Mistake, target: Path | None = None) -> Path:
-    """Writes the wrong implementation as a header under build/mistakes/ (or at `target`) and
-    returns its path. Raises PatchError when the diff no longer applies to the reference, or has
-    a hunk that marks no line as the mistake."""
-    diff = mistake.path.read_text(encoding="utf-8")
-    unmarked = unmarked_hunks(diff)
-    if unmarked:
-        raise PatchError(f"the hunk at line {unmarked[0]} adds no line ending in a `// MISTAKE` comment, so it "
-                         "changes something besides the mistake (mark the wrong line, or drop the hunk)")
-    wrong = apply(exercise.solution_file.read_text(encoding="utf-8"), diff)
-    target = target or OUT / exercise.name / f"{mistake.name}.hpp"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    header = f"// Mistake: {mistake.description}\n// Caught by: {', '.join(mistake.caught_by)}\n"
-    text = header + wrong
-    if not target.is_file() or target.read_text(encoding="utf-8") != text:
-        target.write_text(text, encoding="utf-8")  # unchanged files keep their time: no rebuild
-    return target

@@ -108,6 +108,8 @@ class Exercise:
     sanitizers: tuple[str, ...]
     stages: tuple[Stage, ...]
     bench_subject: str = ""
+    test_hints: tuple[str, ...] = ()   # questions that lead the learner's own tests to what the contract promises
+    test_points: float = 0.0           # what the learner's tests are worth when graded; 0: not graded
     edition: str = "en"           # "zh": its words from the Chinese catalog (see translated)
 
     @property
@@ -228,6 +230,13 @@ def _points(stage: dict) -> float:
     return float(points)
 
 
+def _test_points(raw: dict) -> float:
+    points = raw.get("test_points", 0)
+    if isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0:
+        raise ValueError(f"exercise {raw.get('slug', '?')}: test_points is a number of points, 0 or more, not {points!r}")
+    return float(points)
+
+
 def _program(stage: dict) -> str:
     """A stage whose tests are costly to build (exercise 07's engine) keeps them in a subfolder of
     the exercise's tests, `program`, which CMake builds into a program of its own: the judge builds
@@ -270,6 +279,8 @@ def _exercise(raw: dict) -> Exercise:
         sanitizers=sanitizers,
         stages=stages,
         bench_subject=raw.get("bench_subject", ""),
+        test_hints=tuple(h.strip() for h in raw.get("test_hints", [])),
+        test_points=_test_points(raw),
     )
 
 
@@ -290,7 +301,7 @@ def tests_in_source(exercise: Exercise) -> dict[str, list[str]]:
 def english_words(exercise: Exercise) -> dict:
     """What judge/catalog.zh.toml translates of an exercise: its title and summary, and each
     stage's suite, title, goal and hints."""
-    return {"title": exercise.title, "summary": exercise.summary,
+    return {"title": exercise.title, "summary": exercise.summary, "test_hints": list(exercise.test_hints),
             "stages": [{"suite": s.suite, "title": s.title, "goal": s.goal,
                         "hints": [{"level": h.level, "text": h.text, "tests": list(h.tests)} for h in s.hints]}
                        for s in exercise.stages]}
@@ -327,8 +338,13 @@ def translated(exercise: Exercise, table: dict | None = None, path: Path = ZH_CA
     raw_stages = table.get("stage", [])
     by_suite = {s.get("suite"): s for s in raw_stages if isinstance(s, dict)} if isinstance(raw_stages, list) else {}
     stages = tuple(_translated_stage(s, by_suite.get(s.suite, {})) for s in exercise.stages)
+    raw_hints = table.get("test_hints")
+    test_hints = exercise.test_hints
+    if isinstance(raw_hints, list) and len(raw_hints) == len(test_hints) and all(isinstance(h, str) for h in raw_hints):
+        test_hints = tuple(h.strip() for h in raw_hints)
     return replace(exercise, title=_text(table, "title", exercise.title),
-                   summary=_text(table, "summary", exercise.summary), stages=stages, edition="zh")
+                   summary=_text(table, "summary", exercise.summary), stages=stages, test_hints=test_hints,
+                   edition="zh")
 
 
 def translated_catalog(catalog: Catalog, path: Path = ZH_CATALOG) -> Catalog:

@@ -5,7 +5,9 @@ Per exercise it keeps the last verdict on the learner's file (with the file's co
 that `hint` can tell whether it still describes the file), whether the file ever passed, the
 hints taken per stage (`hints`: stage number -> how many of the stage's own hints; `test_hints`:
 stage number -> test name -> how many of that test's hints; a file written before tests had
-hints has no `test_hints` and loads as none taken) and the last quiz score.
+hints has no `test_hints` and loads as none taken), the last quiz score, and the last verdict on
+the learner's own tests (`my_tests`: valid, chaffs caught, of how many) with how many hints for
+writing tests were shown (`my_tests_hints`).
 
 `Progress` is the file's only reader and writer: a command loads it once, asks and changes it
 in memory, and saves once. A save applies the command's changes to the file as it is then, so
@@ -248,6 +250,27 @@ class Progress:
                 counts[str(stage)] = taken + 1
         self._change(exercise, change)
         return taken + 1, True
+
+    def tests_score(self, exercise: Exercise) -> tuple[bool, int, int] | None:
+        """The last verdict on the learner's own tests (`examine`): valid, chaffs caught, of how many."""
+        tests = self.entry(exercise).get("my_tests")
+        if isinstance(tests, dict) and isinstance(tests.get("valid"), bool) and \
+                isinstance(tests.get("caught"), int) and isinstance(tests.get("of"), int):
+            return tests["valid"], tests["caught"], tests["of"]
+        return None
+
+    def record_tests(self, exercise: Exercise, valid: bool, caught: int, of: int, file_hash: str | None) -> None:
+        score = {"valid": valid, "caught": caught, "of": of, "when": _now(), "hash": file_hash}
+        self._change(exercise, lambda entry: entry.__setitem__("my_tests", score))
+
+    def take_test_hint(self, exercise: Exercise) -> int:
+        """The number (1-based) of the hint for writing tests to show next: one more each time, then
+        the last again."""
+        taken = self.entry(exercise).get("my_tests_hints", 0)
+        taken = taken if isinstance(taken, int) and not isinstance(taken, bool) and taken > 0 else 0
+        number = min(taken + 1, len(exercise.test_hints))
+        self._change(exercise, lambda entry: entry.__setitem__("my_tests_hints", number))
+        return number
 
     def record_quiz(self, exercise: Exercise, right: int, of: int) -> None:
         score = {"right": right, "of": of, "when": _now()}

@@ -340,6 +340,40 @@ WORDS: dict[str, tuple[str, str]] = {
                             "{trace} trace，{model} 模型：各 KV 预算下的 tokens/s（平均 batch）"),
 
     # -- test: the report -----------------------------------------------------------------
+    # -- examine: the learner's own tests ------------------------------------------------------
+    "no_my_tests": ("{file}: no such file. Your own tests of exercise {id:02d} go there: GoogleTest tests that include "
+                    "{header} and call nothing the contract does not name (the kit's copy is in git: `git checkout -- "
+                    "{file}` brings it back).",
+                    "{file}：没有这个文件。练习 {id:02d} 的自写测试放在那里：包含 {header}、只调用契约里有的东西的 "
+                    "GoogleTest 测试（本项目的版本在 git 里：`git checkout -- {file}` 可以取回）。"),
+    "examining": ("Examining your tests {file} for exercise {id:02d} against the correct implementations and the "
+                  "known mistakes…", "正在用正确实现和已知错误检验练习 {id:02d} 的自写测试 {file}…"),
+    "tests_unjudged": ("{file} could not be judged, and scores nothing:", "{file} 无法评判，不得分："),
+    "tests_unjudged_why": ("Your file holds GoogleTest tests of the contract, nothing else: it includes the exercise's "
+                           "header and <gtest/gtest.h>, and the judge links GoogleTest's own main.",
+                           "你的文件只放针对契约的 GoogleTest 测试：包含本练习的头文件和 <gtest/gtest.h>，main 由评判程序链接 "
+                           "GoogleTest 自带的那个。"),
+    "tests_valid": ("Valid: your {tests} test{s} pass on every correct implementation.",
+                    "有效：你的 {tests} 个测试在每一个正确实现上都通过。"),
+    "tests_invalid": ("Not valid: {count} test{s} fail on a correct implementation, so they assert something the "
+                      "contract does not promise.",
+                      "无效：{count} 个测试在某个正确实现上失败，说明它们断言了契约没有承诺的东西。"),
+    "the_reference": ("the reference", "参考答案"),
+    "a_wheat": ("the correct implementation \"{name}\"", "正确实现“{name}”"),
+    "test_fails_on": ("{test} fails on {where} ({sanitizer}):", "{test} 在{where}上失败（{sanitizer}）："),
+    "file_fails_on": ("the file fails on {where} ({sanitizer}):", "整个文件在{where}上失败（{sanitizer}）："),
+    "wheat_differs": ("That implementation {differs}", "这个实现的不同之处：{differs}"),
+    "tests_invalid_why": ("A valid test passes on every implementation the contract allows: assert what the contract "
+                          "promises, and leave free what it leaves free.",
+                          "有效的测试在契约允许的每一个实现上都通过：只断言契约承诺的，契约留给实现自由的就别去断言。"),
+    "tests_thorough": ("Thorough: your valid tests reject {caught} of the {total} known mistakes.",
+                       "彻底程度：你的有效测试拒绝了 {total} 个已知错误中的 {caught} 个。"),
+    "tests_part": ("stage {stage}, {title}  {caught} of {total}", "阶段 {stage}，{title}  {caught}/{total}"),
+    "tests_thorough_invalid": ("Tests that fail on a correct implementation count for nothing here, and a file with one "
+                               "scores nothing until it is fixed.",
+                               "在正确实现上失败的测试不计入这里；文件里只要有一个这样的测试，修好之前整份文件不得分。"),
+    "test_hint": ("A question to ask of the contract:", "不妨问问契约："),
+    "tests_took": ("({seconds:.0f} s)", "（{seconds:.0f} 秒）"),
     "judging": ("Judging {file} for exercise {id:02d}…", "正在评判练习 {id:02d} 的 {file}…"),
     "first_build": ("The tests of exercise {id:02d} are not built yet in {tree}: this first judge builds them and "
                     "what no edit changes (GoogleTest, the model's generators), 12 to 25 s on two idle cores and "
@@ -569,6 +603,11 @@ COMMAND_LINE: dict[str, str] = {
     # the learner's commands
     "every exercise in order, with your progress": "按顺序列出全部练习和你的进度",
     "build and run an exercise's staged tests": "编译并运行一个练习的分阶段测试",
+    "judge your own tests of an exercise (my_tests.cpp): valid on every correct implementation, and how many known "
+    "mistakes they catch": "评判你为一个练习写的测试（my_tests.cpp）：是否在每个正确实现上都通过，又能抓住多少已知错误",
+    "judge FILE in place of the exercise's my_tests.cpp": "评判 FILE，而不是本练习的 my_tests.cpp",
+    "print one JSON object instead of the report: valid, chaffs_caught, chaffs_total, parts, invalid_tests":
+        "输出一个 JSON 对象而不是报告：valid、chaffs_caught、chaffs_total、parts、invalid_tests",
     "the next hint for the first failing test of an exercise (its own hints, then its stage's), one more each "
     "time; --all shows again those you took":
         "给出练习中第一个失败测试的下一条提示（先给这个测试自己的，再给所在阶段的），每次多给一条；--all 重新显示你已看过的提示",

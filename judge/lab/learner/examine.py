@@ -1,0 +1,90 @@
+"""`examine`: the learner's own tests of an exercise's contract (`exercises/NN-S/my_tests.cpp`),
+judged against the correct implementations (valid: every test passes on each) and the known
+mistakes (thorough: how many the valid tests reject, by part of the contract, never which).
+The judging is core/examining.py's; this file says what it found, and keeps the score in the
+learner's progress for `list` and `watch`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..core import build, examining
+from ..model.catalog import Catalog, Exercise, shown, translated
+from ..model.errors import UsageError
+from ..model.progress import Progress, digest
+from ..model.words import say, then
+from .. import ui
+
+
+def my_tests_file(exercise: Exercise) -> Path:
+    return exercise.exercise_file.parent / examining.MY_TESTS
+
+
+def examine_command(args, catalog: Catalog) -> bool:
+    exercise = translated(catalog.resolve(args.exercise))
+    build.compilers_for(examining.COMPILER)
+    mine = my_tests_file(exercise)
+    source = Path(args.source).expanduser().resolve() if args.source else mine
+    if not source.is_file():
+        raise UsageError(say("no_source", file=args.source) if args.source else
+                         say("no_my_tests", file=shown(mine), id=exercise.id, header=exercise.header))
+    if not args.json:
+        print(ui.paint(say("examining", file=shown(source), id=exercise.id), "dim"), flush=True)
+    verdict = examining.examine(exercise, source, catalog.limits)
+    progress = Progress()
+    hint = ""
+    if source == mine.resolve():
+        progress.record_tests(exercise, verdict.valid, verdict.chaffs_caught, verdict.chaffs_total, digest(source))
+        if not verdict.problem and verdict.chaffs_caught < verdict.chaffs_total and exercise.test_hints:
+            number = progress.take_test_hint(exercise)
+            hint = exercise.test_hints[number - 1]
+        progress.save()
+    if args.json:
+        print(json.dumps(verdict.as_json(), indent=2))
+    else:
+        print(render(verdict, hint))
+    return verdict.valid
+
+
+def render(verdict: examining.TestsVerdict, hint: str = "") -> str:
+    lines = []
+    if verdict.problem:
+        lines.append(f"{ui.mark(False)} " + say("tests_unjudged", file=shown(verdict.source)))
+        lines.append(ui.indent(verdict.problem, "    ", max_lines=20, more=""))
+        lines.append(say("tests_unjudged_why"))
+        return "\n".join(lines)
+    if verdict.valid:
+        lines.append(f"{ui.mark(True)} " + say("tests_valid", tests=verdict.tests, s="" if verdict.tests == 1 else "s"))
+    else:
+        failing = sorted({i.test for i in verdict.invalid if i.test})
+        lines.append(f"{ui.mark(False)} " + say("tests_invalid", count=len(failing) or 1,
+                                                s="" if len(failing) == 1 else "s"))
+        shown_tests: set[str] = set()
+        for invalid in verdict.invalid:
+            if invalid.test in shown_tests:
+                continue   # a test that fails several wheats: the first is enough to see why
+            shown_tests.add(invalid.test)
+            where = say("the_reference") if invalid.wheat == "reference" else say("a_wheat", name=invalid.wheat)
+            head = say("test_fails_on", test=invalid.test, where=where, sanitizer=invalid.sanitizer) if invalid.test \
+                else say("file_fails_on", where=where, sanitizer=invalid.sanitizer)
+            lines.append("  " + head)
+            if invalid.differs:
+                lines.append(ui.indent(say("wheat_differs", differs=invalid.differs), "      ", max_lines=4, more=""))
+            message = "\n".join(invalid.messages)
+            lines.append(ui.indent(message, "      ", max_lines=8, more=""))
+        lines.append(say("tests_invalid_why"))
+    if verdict.parts:
+        lines.append("")
+        lines.append(say("tests_thorough", caught=verdict.chaffs_caught, total=verdict.chaffs_total))
+        width = max(len(p.title) for p in verdict.parts)
+        for part in verdict.parts:
+            mark = ui.mark(part.caught == part.total)
+            lines.append(f"  {mark} " + say("tests_part", stage=part.stage, title=part.title.ljust(width),
+                                            caught=part.caught, total=part.total))
+        if not verdict.valid:
+            lines.append(say("tests_thorough_invalid"))
+    if hint:
+        lines.append("")
+        lines.append(then(say("test_hint"), hint))
+    lines.append(ui.paint(say("tests_took", seconds=verdict.seconds), "dim"))
+    return "\n".join(lines)
