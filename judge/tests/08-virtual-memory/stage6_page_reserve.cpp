@@ -218,13 +218,15 @@ TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
     std::mutex m;
     std::condition_variable cv;
     bool entered = false, done = false, timed_out = false;
+    std::size_t maps = 0;
   } gate;
-  // While the thread is about to map page 1 (page 0 is ready by then), the hook waits for this
-  // test to acquire and give back a page. A thread that maps holding the lock acquire needs makes
-  // that wait a deadlock, which the bound breaks.
-  PageReserve r(memory, 8, 1, 4, [&gate](std::size_t page) {
+  // While the thread is about to map its second page (the first is ready by then), the hook
+  // waits for this test to acquire and give back a page. A thread that maps holding the lock
+  // acquire needs makes that wait a deadlock, which the bound breaks. Which pages the thread maps
+  // first the contract leaves free: the hook counts maps, not page numbers.
+  PageReserve r(memory, 8, 1, 4, [&gate](std::size_t) {
     std::unique_lock lock(gate.m);
-    if (page != 1 || gate.entered) return;
+    if (++gate.maps != 2 || gate.entered) return;
     gate.entered = true;
     gate.cv.notify_all();
     gate.timed_out = !gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.done; });
@@ -232,10 +234,10 @@ TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
   {
     std::unique_lock lock(gate.m);
     ASSERT_TRUE(gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.entered; }))
-        << "Within 5 s the thread never came to map page 1: it maps pages lowest first, up to `high` (4).";
+        << "Within 5 s the thread never came to map a second page: it maps pages up to `high` (4).";
   }
   const auto page = r.acquire();
-  ASSERT_TRUE(page.has_value()) << "Page 0 is ready: acquire must return it.";
+  ASSERT_TRUE(page.has_value()) << "The first page mapped is ready: acquire must return it.";
   r.give_back(*page);
   bool timed_out = false;
   {
@@ -250,7 +252,7 @@ TEST(VmPageReserve, TheThreadMapsOutsideTheLock) {
     timed_out = timed_out || gate.timed_out;
   }
   EXPECT_FALSE(timed_out)
-      << "acquire and give_back could not finish in 5 s while the thread was about to map page 1: the thread "
+      << "acquire and give_back could not finish in 5 s while the thread was about to map its second page: the thread "
       << "maps while holding the lock the hot path needs (before_map runs right before the map, with no lock "
       << "held). A map and its page faults take microseconds to milliseconds; every step of the engine would wait "
       << "for them, which is what mapping ahead exists to avoid.";
@@ -262,12 +264,15 @@ TEST(VmPageReserve, AReadyPageIsTakenWhileTheLastIsBeingMapped) {
     std::mutex m;
     std::condition_variable cv;
     bool entered = false, done = false, timed_out = false;
+    std::optional<std::size_t> first;
   } gate;
-  // Two pages: while the thread is about to map page 1, page 0 is ready and no page is unmapped.
-  // The hook holds page 1 busy until this test has acquired a page, or 5 s have passed.
+  // Two pages: while the thread is about to map the second, the first is ready and no page is
+  // unmapped. The hook holds the second busy until this test has acquired a page, or 5 s have
+  // passed. Which of the two the thread maps first the contract leaves free: the hook notes it.
   PageReserve r(memory, 2, 1, 2, [&gate](std::size_t page) {
     std::unique_lock lock(gate.m);
-    if (page != 1 || gate.entered) return;
+    if (!gate.first) gate.first = page;
+    if (page == *gate.first || gate.entered) return;
     gate.entered = true;
     gate.cv.notify_all();
     gate.timed_out = !gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.done; });
@@ -275,20 +280,22 @@ TEST(VmPageReserve, AReadyPageIsTakenWhileTheLastIsBeingMapped) {
   {
     std::unique_lock lock(gate.m);
     ASSERT_TRUE(gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.entered; }))
-        << "Within 5 s the thread never came to map page 1: it maps pages lowest first, up to `high` (2).";
+        << "Within 5 s the thread never came to map its second page: it maps pages up to `high` (2).";
   }
   const auto page = r.acquire();
   bool timed_out = false;
+  std::size_t ready_page = 0;
   {
     std::lock_guard lock(gate.m);
     gate.done = true;
     timed_out = gate.timed_out;
+    ready_page = *gate.first;
   }
   gate.cv.notify_all();
-  ASSERT_TRUE(page.has_value()) << "Page 0 is ready: acquire must return it.";
-  EXPECT_EQ(*page, 0u) << "The ready page is page 0.";
+  ASSERT_TRUE(page.has_value()) << "Page " << ready_page << " is ready: acquire must return it.";
+  EXPECT_EQ(*page, ready_page) << "The ready page is page " << ready_page << ", the first the thread mapped.";
   EXPECT_FALSE(timed_out)
-      << "acquire waited for page 1, which the thread was about to map, although page 0 was ready: a caller waits "
+      << "acquire waited for the page the thread was about to map, although another was ready: a caller waits "
          "for a busy page only when no page is ready and none is unmapped, since a ready page is there to be "
          "taken at once, without waiting for the slowest map of all.";
   r.give_back(*page);
@@ -312,11 +319,13 @@ TEST(VmPageReserve, ASlowAcquireRefillsOnlyBelowLow) {
     std::mutex m;
     std::condition_variable cv;
     bool entered = false, done = false;
+    std::size_t maps = 0;
   } gate;
-  // The thread's first refill (page 2) waits until this test has acquired a page on the slow path.
-  PageReserve r(memory, 8, 1, 2, [&gate](std::size_t page) {
+  // The thread's first refill (its third map, after the two it maps at start) waits until this
+  // test has acquired a page on the slow path.
+  PageReserve r(memory, 8, 1, 2, [&gate](std::size_t) {
     std::unique_lock lock(gate.m);
-    if (page != 2 || gate.entered) return;
+    if (++gate.maps != 3 || gate.entered) return;
     gate.entered = true;
     gate.cv.notify_all();
     gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.done; });
@@ -326,7 +335,7 @@ TEST(VmPageReserve, ASlowAcquireRefillsOnlyBelowLow) {
   {
     std::unique_lock lock(gate.m);
     ASSERT_TRUE(gate.cv.wait_for(lock, std::chrono::seconds(5), [&gate] { return gate.entered; }))
-        << "Within 5 s of the ready list falling below low (1), the thread never came to map page 2.";
+        << "Within 5 s of the ready list falling below low (1), the thread never came to map a third page.";
   }
   const auto slow = r.acquire();
   {
