@@ -7,6 +7,7 @@ build."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lab.instructor import grading
+from lab.instructor import grade, grading
 from lab.maintainer.mistakes import materialize, mistakes
 from lab.model import catalog as cat
 
@@ -232,6 +233,36 @@ class GradingAClass(unittest.TestCase):
         self.assertEqual(grade.message, "scored 0: arena.hpp includes the kit's reference solution "
                          "(solutions/01-arena/arena.hpp): its tests judged the reference, not the learner's code")
         self.assertTrue(all(s.report.startswith("✗ Scored 0") for s in grade.stages))
+
+    def test_3b_tests_given_points_are_graded_beside_the_header(self):
+        # The kit's catalog grades no exercise's tests; an instructor gives them points.
+        catalog = cat.load()
+        arena = dataclasses.replace(catalog.resolve("1"), test_points=20.0)
+        alice = self.folder / "alice"
+        mine = alice / "exercises" / "01-arena" / "my_tests.cpp"
+        shutil.copy(arena.exercise_file.parent / "my_tests.cpp", mine)   # the skeleton's example
+        self.addCleanup(mine.unlink)
+        found = grading.read_header(alice / "exercises" / "01-arena" / "arena.hpp")
+        graded = grading.grade_header(catalog, arena, found, ("clang",), "grade0", alice)
+        tests = graded.tests
+        self.assertEqual((tests.valid, tests.total), (True, len(mistakes(arena))), tests.message)
+        self.assertGreater(tests.caught, 0, "the skeleton's example rejects a mistake or two")
+        self.assertAlmostEqual(tests.earned, 20 * tests.caught / tests.total)
+        self.assertEqual(tests.source, "exercises/01-arena/my_tests.cpp")
+        self.assertIn("Thorough: your valid tests reject", graded.report)
+        missing = grading.grade_header(catalog, arena, grading.read_header(self.folder / "bob" / "arena.hpp"),
+                                       ("clang",), "grade0", self.folder / "bob")
+        self.assertEqual((missing.tests.earned, missing.tests.message),
+                         (0.0, "no my_tests.cpp was handed in beside arena.hpp"))
+        out = self.tmp / "tables"
+        learners = [alice, self.folder / "bob"]
+        grade.write_tables(out, learners, [arena], {("alice", arena.name): graded, ("bob", arena.name): missing})
+        with open(out / "grades.csv", newline="") as handle:
+            rows = {row["student"]: row for row in csv.DictReader(handle)}
+        self.assertEqual(rows["alice"]["01-arena tests"], f"{round(tests.earned, 2):g}",
+                         "the tests' score stands beside the header's")
+        self.assertEqual(rows["alice"]["total"], f"{round(100 + tests.earned, 2):g}")
+        self.assertEqual(rows["bob"]["01-arena tests"], "0")
 
     def test_4_a_rerun_judges_only_what_changed_or_was_not_saved(self):
         (self.out / "alice" / "01-arena.json").unlink()        # as if the first run had stopped before it

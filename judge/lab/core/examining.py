@@ -30,6 +30,7 @@ from pathlib import Path
 
 from . import build, gtest_report, judging, process
 from ..model.catalog import ROOT, Exercise, Limits, without_root
+from ..model.files import write_if_changed
 from ..model.variants import Mistake, PatchError, materialize, materialize_wheat, mistakes, wheats
 
 OUT = build.BUILD_ROOT / "examine"
@@ -126,7 +127,7 @@ def implementations(exercise: Exercise) -> list[Implementation]:
     PatchError when a diff no longer applies."""
     root = OUT / exercise.name / "impl"
     every = tuple(exercise.sanitizers)
-    found = [Implementation("reference", _written(root / "reference" / exercise.header,
+    found = [Implementation("reference", write_if_changed(root / "reference" / exercise.header,
                                                    exercise.solution_file.read_text(encoding="utf-8")),
                             True, "reference", "", 0, every)]
     for wheat in wheats(exercise):
@@ -152,13 +153,6 @@ def _part(exercise: Exercise, mistake: Mistake) -> int:
     stages = _stages_of(exercise, mistake)
     last = len(exercise.stages)
     return next((k for k in stages if k != last), stages[0] if stages else last)
-
-
-def _written(target: Path, text: str) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if not target.is_file() or target.read_text(encoding="utf-8") != text:
-        target.write_text(text, encoding="utf-8")
-    return target
 
 
 @dataclass(frozen=True)
@@ -223,7 +217,9 @@ def problem_of_the_file(source: Path) -> str:
     return ""
 
 
-def examine(exercise: Exercise, source: Path, limits: Limits, jobs: int | None = None) -> TestsVerdict:
+def examine(exercise: Exercise, source: Path, limits: Limits, jobs: int | None = None,
+            chaffs: bool = True) -> TestsVerdict:
+    """The file's verdict; `chaffs` False judges its validity alone."""
     started = time.monotonic()
     verdict = TestsVerdict(exercise, source)
     verdict.problem = problem_of_the_file(source)
@@ -247,7 +243,7 @@ def examine(exercise: Exercise, source: Path, limits: Limits, jobs: int | None =
     # header must be the implementation's. The original's folder comes last among the include
     # folders, so that the file's other includes are found as they are written.
     copy = work / MY_TESTS
-    _written(copy, f'#line 1 "{source}"\n' + source.read_text(encoding="utf-8", errors="replace"))
+    write_if_changed(copy, f'#line 1 "{source}"\n' + source.read_text(encoding="utf-8", errors="replace"))
     workers = max(jobs or os.cpu_count() or 2, 1)
     judged_wheats = [(impl, s) for impl in every if impl.wheat for s in impl.sanitizers]
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -265,13 +261,15 @@ def examine(exercise: Exercise, source: Path, limits: Limits, jobs: int | None =
             verdict.invalid += _invalid(run)
         whole = [i for i in verdict.invalid if not i.test]
         verdict.valid = not verdict.invalid
-        if not whole:
+        if not whole and chaffs:
             slowest = max((r.seconds for r in runs), default=0.0)
             limit = min(limits.test_timeout_seconds, max(HANG_FLOOR, HANG_FACTOR * slowest))
             leave_out = sorted({i.test for i in verdict.invalid})
-            chaffs = [(impl, s) for impl in every if not impl.wheat for s in impl.sanitizers]
+            # A file with no valid test rejects nothing: what a global constructor might do on its
+            # own is not a test.
+            judged = [(impl, s) for impl in every if not impl.wheat for s in impl.sanitizers] if first.tests > len(leave_out) else []
             chaff_runs = list(pool.map(lambda job: _run(exercise, source, job[0], chains[job[1]], work, limits, limit,
-                                                        leave_out), chaffs))
+                                                        leave_out), judged))
             rejected = {r.implementation.key for r in chaff_runs if r.rejected}
             verdict.parts = _parts(exercise, [impl for impl in every if not impl.wheat], rejected)
     verdict.seconds = time.monotonic() - started

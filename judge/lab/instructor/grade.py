@@ -4,7 +4,8 @@ DIR holds one folder per learner. Every (learner, exercise) pair is judged as `j
 judges it, `--jobs` pairs at a time, each in a slot of its own (grading.py), under the catalog's
 limits: a header that hangs, floods or crashes costs its own pair's time only.
 
-OUTDIR gets grades.csv (one row per learner), grades.json, and for each learner a folder with
+OUTDIR gets grades.csv (one row per learner; a column for an exercise's header, and one beside it
+for the learner's own tests when the catalog gives them points), grades.json, and for each learner a folder with
 each exercise's report (NN-slug.txt) and grade (NN-slug.json). A grade records the hash of the
 header it judged: a rerun judges again only the pairs whose header changed, so an interrupted
 run resumes where it stopped. After changing the kit's tests, grade into a fresh OUTDIR."""
@@ -44,8 +45,8 @@ def grade_command(args, catalog: Catalog) -> bool:
     start = time.monotonic()
     grades, judged, unchanged = grade_class(catalog, learners, exercises, compilers, args.jobs, out)
     write_tables(out, learners, exercises, grades)
-    totals = [sum(grades[(learner.name, ex.name)].score for ex in exercises) for learner in learners]
-    most = sum(sum(ex.stage_points()) for ex in exercises)
+    totals = [sum(grades[(learner.name, ex.name)].total for ex in exercises) for learner in learners]
+    most = sum(sum(ex.stage_points()) + ex.test_points for ex in exercises)
     missing = len(grades) - judged - unchanged
     print(f"Graded {len(learners)} learner{'s' if len(learners) != 1 else ''} × {len(exercises)} "
           f"exercise{'s' if len(exercises) != 1 else ''} in {grading.elapsed(time.monotonic() - start)} "
@@ -87,6 +88,8 @@ def grade_class(catalog: Catalog, learners: list[Path], exercises: list[Exercise
             grade = _keep(out, learner.name, grade, compilers)
             grades[(learner.name, ex.name)] = grade
             said = f"{learner.name} · {ex.name}: {grade.score:g}/{grade.max_score:g} ({grade.message})"
+            if grade.tests:
+                said += f"; tests {round(grade.tests.earned, 2):g}/{grade.tests.points:g} ({grade.tests.message})"
             progress.show(count, len(todo), f"  {said[:60]}", plain=said)
     return grades, len(todo), unchanged
 
@@ -102,8 +105,11 @@ def _saved(out: Path, learner: str, exercise: Exercise, found: Header | Unjudged
         return None
     try:
         saved = json.loads(_grade_file(out, learner, exercise.name).read_text(encoding="utf-8"))
-        if saved.get("compilers") == list(compilers) and saved["grade"]["digest"] == found.digest:
-            return ExerciseGrade.from_json(saved["grade"])
+        grade = ExerciseGrade.from_json(saved["grade"])
+        tests = grade.tests.digest if grade.tests else ""
+        if saved.get("compilers") == list(compilers) and grade.digest == found.digest and \
+                bool(grade.tests) == bool(exercise.test_points) and tests == grading.tests_digest(exercise, found):
+            return grade
     except (OSError, ValueError, KeyError, TypeError):
         pass
     return None
@@ -123,24 +129,40 @@ def write_tables(out: Path, learners: list[Path], exercises: list[Exercise],
                  grades: dict[tuple[str, str], ExerciseGrade]) -> None:
     text = io.StringIO()
     table = csv.writer(text, lineterminator="\n")
-    table.writerow(["student", *(ex.name for ex in exercises), "total"])
+    # An exercise whose tests the catalog grades has a column for them, beside its header's.
+    tested = [ex.name for ex in exercises if ex.test_points]
+    table.writerow(["student", *(name for ex in exercises for name in
+                                 ([ex.name, f"{ex.name} tests"] if ex.name in tested else [ex.name])), "total"])
     summary = []
     for learner in learners:
         row = [grades[(learner.name, ex.name)] for ex in exercises]
-        total = sum(g.score for g in row)
-        table.writerow([learner.name, *(_number(g.score) for g in row), _number(total)])
+        total = sum(g.total for g in row)
+        table.writerow([learner.name, *(cell for g in row for cell in
+                                        ([_number(g.score), _number(g.tests.earned if g.tests else 0.0)]
+                                         if g.exercise in tested else [_number(g.score)])), _number(total)])
         summary.append({"student": learner.name, "total": round(total, 2),
                         "exercises": {g.exercise: {"score": round(g.score, 2), "max_score": round(g.max_score, 2),
                                                    "status": g.status, "message": g.message,
                                                    "stages_passed": [s.number for s in g.stages if s.passed],
                                                    "flags": g.flags,
+                                                   "tests": _tests_summary(g),
                                                    "report": f"{learner.name}/{g.exercise}.txt"} for g in row}})
     write_atomically(out / "grades.csv", text.getvalue().encode())
     document = {"exercises": [{"name": ex.name, "title": ex.title, "header": ex.header,
                                "max_score": round(sum(ex.stage_points()), 2),
-                               "stage_points": [round(p, 2) for p in ex.stage_points()]} for ex in exercises],
+                               "stage_points": [round(p, 2) for p in ex.stage_points()],
+                               "test_points": round(ex.test_points, 2)} for ex in exercises],
                 "students": summary}
     write_atomically(out / "grades.json", (json.dumps(document, indent=1) + "\n").encode())
+
+
+def _tests_summary(grade: ExerciseGrade) -> dict | None:
+    tests = grade.tests
+    if tests is None:
+        return None
+    return {"score": round(tests.earned, 2), "max_score": round(tests.points, 2), "valid": tests.valid,
+            "chaffs_caught": tests.caught, "chaffs_total": tests.total, "message": tests.message,
+            "source": tests.source or None}
 
 
 def _number(score: float) -> str:

@@ -16,6 +16,7 @@ def results_json(exercises: list[Exercise], grades: list[ExerciseGrade], seconds
     """Gradescope's results.json for these grades (one per exercise, in the same order): a test
     per stage, the score their sum."""
     tests = [stage_test(ex, grade, stage) for ex, grade in zip(exercises, grades) for stage in grade.stages]
+    tests += [tests_test(ex, grade) for ex, grade in zip(exercises, grades) if grade.tests]
     score = round(sum(t["score"] for t in tests), 4)
     max_score = round(sum(t["max_score"] for t in tests), 4)
     return {
@@ -45,6 +46,25 @@ def stage_test(exercise: Exercise, grade: ExerciseGrade, stage: StageGrade) -> d
         "max_score": round(stage.points, 4),
         "status": "passed" if stage.passed else "failed",
         "output": stage_output(grade, stage),
+        "output_format": "md",
+        "visibility": "visible",
+    }
+
+
+TESTS_TAG = "your tests"   # the tag of the test that grades the learner's own tests, after the stages'
+
+
+def tests_test(exercise: Exercise, grade: ExerciseGrade) -> dict:
+    """The learner's own tests of the exercise, as one more test of Gradescope's."""
+    tests = grade.tests
+    return {
+        "name": f"{exercise.id:02d} · {grade.title} · your tests ({tests.source or 'my_tests.cpp'})",
+        "number": f"{exercise.id}.{len(grade.stages) + 1}",
+        "tags": [TESTS_TAG],
+        "score": round(tests.earned, 4),
+        "max_score": round(tests.points, 4),
+        "status": "passed" if tests.valid and tests.caught == tests.total else "failed",
+        "output": f"{_md_text(tests.message)}\n\n{code_block(tests.report)}" if tests.report else _md_text(tests.message),
         "output_format": "md",
         "visibility": "visible",
     }

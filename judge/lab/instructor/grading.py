@@ -3,7 +3,9 @@ judges it, and scored stage by stage. `grade` and both autograders grade through
 instructor's verdict is the one the learner saw.
 
 A stage scores its points when it passes in every configuration it is judged in (compiler and
-instrumentation); an exercise scores the sum of its stages. A header that changes the test
+instrumentation); an exercise scores the sum of its stages. When the catalog gives an exercise
+`test_points`, the learner's own tests beside the header (my_tests.cpp) are judged as `examine`
+judges them and score apart: nothing unless valid, then the share of the known mistakes rejected. A header that changes the test
 framework's macros scores nothing, since its passes prove nothing.
 
 Headers are judged in slots: build trees that jobs running at once never share, reused from one
@@ -25,8 +27,8 @@ from enum import StrEnum
 from pathlib import Path
 
 from .. import ui
-from ..core import build, judging, process
-from ..learner import report
+from ..core import build, examining, judging, process
+from ..learner import examine as examine_report, report
 from ..model.catalog import Catalog, Exercise, shown
 from ..model.files import write_atomically
 from ..model.results import StageStatus, Verdict
@@ -78,6 +80,21 @@ class StageGrade:
 
 
 @dataclass
+class TestsGrade:
+    """The learner's own tests of the exercise (`examine`): valid on every correct implementation,
+    then the share of the known mistakes they reject, of the catalog's `test_points`."""
+    points: float
+    earned: float
+    valid: bool
+    caught: int
+    total: int
+    message: str
+    report: str = ""
+    source: str = ""     # the test file's path inside the learner's folder; "" when none was handed in
+    digest: str = ""     # sha256 of the test file judged
+
+
+@dataclass
 class ExerciseGrade:
     exercise: str        # 01-arena
     title: str
@@ -95,6 +112,12 @@ class ExerciseGrade:
     source: str = ""             # the header's path inside the learner's folder
     flags: list[str] = field(default_factory=list)   # what an instructor should read before trusting the score
     voided: bool = False   # scored 0 whatever its verdict: it changes the test framework or includes the reference
+    tests: TestsGrade | None = None   # the learner's own tests, when the catalog gives them points
+
+    @property
+    def total(self) -> float:
+        """The header's score and the tests'."""
+        return self.score + (self.tests.earned if self.tests else 0.0)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -104,7 +127,57 @@ class ExerciseGrade:
         fields = dict(data)
         fields["stages"] = [StageGrade(**s) for s in data.get("stages", [])]
         fields["status"] = GradeStatus(data["status"])
+        fields["tests"] = TestsGrade(**data["tests"]) if data.get("tests") else None
         return ExerciseGrade(**fields)
+
+
+def tests_file(exercise: Exercise, found: Header | Unjudged) -> Path | None:
+    """The learner's own tests of the exercise: examine's file beside the header handed in."""
+    if isinstance(found, Unjudged):
+        return None
+    path = found.path.parent / examining.MY_TESTS
+    return path if path.is_file() and not path.is_symlink() else None
+
+
+def tests_digest(exercise: Exercise, found: Header | Unjudged) -> str:
+    path = tests_file(exercise, found)
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path else ""
+    except OSError:
+        return ""
+
+
+def grade_tests(catalog: Catalog, exercise: Exercise, found: Header | Unjudged,
+                learner_folder: Path | None = None) -> TestsGrade | None:
+    """The learner's own tests, judged as `examine` judges them; None when the catalog gives them
+    no points. Never raises for what the file does."""
+    if not exercise.test_points:
+        return None
+    path = tests_file(exercise, found)
+    if path is None:
+        return TestsGrade(exercise.test_points, 0.0, False, 0, 0,
+                          f"no {examining.MY_TESTS} was handed in beside {exercise.header}")
+    source = path.relative_to(learner_folder).as_posix() if learner_folder else path.name
+    try:
+        if path.stat().st_size > LARGEST_HEADER:
+            return TestsGrade(exercise.test_points, 0.0, False, 0, 0, f"{source} is over {LARGEST_HEADER >> 20} MB",
+                              source=source)
+    except OSError as err:
+        return TestsGrade(exercise.test_points, 0.0, False, 0, 0, f"{source} cannot be read ({err.strerror})",
+                          source=source)
+    verdict = examining.examine(exercise, path, catalog.limits, jobs=1)
+    earned = exercise.test_points * verdict.chaffs_caught / verdict.chaffs_total \
+        if verdict.valid and verdict.chaffs_total else 0.0
+    if verdict.problem:
+        message = "not judged: " + verdict.problem.splitlines()[0]
+    elif not verdict.valid:
+        message = f"not valid: {len({i.test for i in verdict.invalid})} test(s) fail on a correct implementation"
+    else:
+        message = f"valid; rejects {verdict.chaffs_caught} of {verdict.chaffs_total} known mistakes"
+    text = examine_report.render(verdict)   # an instructor's words are English (cli.py)
+    return TestsGrade(exercise.test_points, earned, verdict.valid, verdict.chaffs_caught, verdict.chaffs_total,
+                      message, _ANSI_RE.sub("", text).replace(str(path), source), source,
+                      tests_digest(exercise, found))
 
 
 def find_headers(folder: Path, exercises: list[Exercise]) -> dict[str, Header | Unjudged]:
@@ -209,6 +282,11 @@ def grade_header(catalog: Catalog, exercise: Exercise, found: Header | Unjudged,
                "reference, not the learner's code" if borrowed else "")
     grade = scored(exercise, verdict, staged, source, found.digest, refused)
     grade.flags = flags_of(found.data.decode("utf-8", "replace"))
+    grade.tests = grade_tests(catalog, exercise, found, learner_folder)
+    if grade.tests:
+        grade.report += (f"\n\nThe learner's own tests ({grade.tests.source or examining.MY_TESTS}): "
+                         f"{round(grade.tests.earned, 2):g} of {grade.tests.points:g} points, {grade.tests.message}\n"
+                         + grade.tests.report)
     return grade
 
 

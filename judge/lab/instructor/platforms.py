@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..core import build
+from ..core import build, examining
 from ..model.catalog import ROOT, Catalog, Exercise
 from ..model.errors import UsageError
 from . import grading
@@ -109,10 +109,20 @@ def warm(catalog: Catalog, exercises: list[Exercise], compilers: tuple[str, ...]
          slots: list[str]) -> list[tuple[str, ExerciseGrade]]:
     """Each exercise's reference graded as a submission, once in every slot a submission may take
     (the slots side by side): whichever slot an exercise lands in then holds its build, its
-    precompiled header and its reference listing. Each (slot, grade)."""
+    precompiled header and its reference listing; and what judging a learner's own tests needs
+    built. Each (slot, grade)."""
     def one(slot: str) -> list[tuple[str, ExerciseGrade]]:
-        return [(slot, grading.grade_header(catalog, ex, grading.read_header(ex.solution_file), compilers, slot))
-                for ex in exercises]
+        # The reference is a header without tests of its own: its grade is its stages'.
+        return [(slot, grading.grade_header(catalog, dataclasses.replace(ex, test_points=0.0), grading.read_header(ex.solution_file),
+                                            compilers, slot)) for ex in exercises]
+
+    # What examine builds once for every learner's tests: the precompiled GoogleTest of each
+    # instrumentation, and every implementation written out.
+    for ex in exercises:
+        if ex.test_points:
+            examining.implementations(ex)
+            for sanitizer in ex.sanitizers:
+                examining.toolchain(ex, sanitizer, catalog.limits)
 
     with ThreadPoolExecutor(max_workers=len(slots)) as pool:
         return [graded for found in pool.map(one, slots) for graded in found]

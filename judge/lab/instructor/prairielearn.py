@@ -272,7 +272,8 @@ def results(grades: list[ExerciseGrade]) -> dict:
                 "message": "; ".join(why) + ". Hand in the header the question asks for, under its name; this "
                            "costs no attempt.",
                 "format_errors": why, "tests": [], "output": ""}
-    earned, most = sum(g.score for g in grades), sum(g.max_score for g in grades)
+    earned = sum(g.total for g in grades)
+    most = sum(g.max_score + (g.tests.points if g.tests else 0.0) for g in grades)
     single = len(grades) == 1
     tests = []
     for g in grades:
@@ -281,7 +282,15 @@ def results(grades: list[ExerciseGrade]) -> dict:
             tests.append({"name": name, "description": s.goal, "points": round(s.earned, 4),
                           "max_points": round(s.points, 4), "message": _stage_message(g, s),
                           "output": platforms.clipped(s.report, TEST_OUTPUT_CHARS)})
-    lines = [f"{g.exercise} ({g.title}): {g.message}; {g.score:g} of {g.max_score:g} points" for g in grades]
+        if g.tests:
+            tests.append({"name": "Your tests" if single else f"{g.exercise}, your tests",
+                          "description": "my_tests.cpp: valid on every correct implementation, then the share of the "
+                                         "known mistakes rejected",
+                          "points": round(g.tests.earned, 4), "max_points": round(g.tests.points, 4),
+                          "message": g.tests.message, "output": platforms.clipped(g.tests.report, TEST_OUTPUT_CHARS)})
+    lines = [f"{g.exercise} ({g.title}): {g.message}; {g.score:g} of {g.max_score:g} points" +
+             (f"; your tests: {g.tests.message}, {round(g.tests.earned, 2):g} of {g.tests.points:g}" if g.tests else "")
+             for g in grades]
     output = "\n\n".join(part for g in grades for part in
                          ([f"The first compiler error in {g.header}:\n{g.compile_error}"] if g.compile_error else [])
                          + [g.report])

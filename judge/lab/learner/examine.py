@@ -30,20 +30,24 @@ def examine_command(args, catalog: Catalog) -> bool:
                          say("no_my_tests", file=shown(mine), id=exercise.id, header=exercise.header))
     if not args.json:
         print(ui.paint(say("examining", file=shown(source), id=exercise.id), "dim"), flush=True)
-    verdict = examining.examine(exercise, source, catalog.limits)
     progress = Progress()
+    verdict, hint = examined(catalog, exercise, source, progress)
+    progress.save()
+    print(json.dumps(verdict.as_json(), indent=2) if args.json else render(verdict, hint))
+    return verdict.valid
+
+
+def examined(catalog: Catalog, exercise: Exercise, source: Path,
+             progress: Progress) -> tuple[examining.TestsVerdict, str]:
+    """The verdict on a test file and, for the learner's own with mistakes left, the next hint for
+    writing tests; both recorded in `progress`, which the caller saves."""
+    verdict = examining.examine(exercise, source, catalog.limits)
     hint = ""
-    if source == mine.resolve():
+    if source.resolve() == my_tests_file(exercise).resolve():
         progress.record_tests(exercise, verdict.valid, verdict.chaffs_caught, verdict.chaffs_total, digest(source))
         if not verdict.problem and verdict.chaffs_caught < verdict.chaffs_total and exercise.test_hints:
-            number = progress.take_test_hint(exercise)
-            hint = exercise.test_hints[number - 1]
-        progress.save()
-    if args.json:
-        print(json.dumps(verdict.as_json(), indent=2))
-    else:
-        print(render(verdict, hint))
-    return verdict.valid
+            hint = exercise.test_hints[progress.take_test_hint(exercise) - 1]
+    return verdict, hint
 
 
 def render(verdict: examining.TestsVerdict, hint: str = "") -> str:
@@ -57,21 +61,20 @@ def render(verdict: examining.TestsVerdict, hint: str = "") -> str:
         lines.append(f"{ui.mark(True)} " + say("tests_valid", tests=verdict.tests, s="" if verdict.tests == 1 else "s"))
     else:
         failing = sorted({i.test for i in verdict.invalid if i.test})
-        lines.append(f"{ui.mark(False)} " + say("tests_invalid", count=len(failing) or 1,
-                                                s="" if len(failing) == 1 else "s"))
-        shown_tests: set[str] = set()
+        lines.append(f"{ui.mark(False)} " + (say("tests_invalid_one") if len(failing) == 1 else
+                                            say("tests_invalid", count=len(failing) or 1)))
+        by_test: dict[str, list[examining.InvalidTest]] = {}
         for invalid in verdict.invalid:
-            if invalid.test in shown_tests:
-                continue   # a test that fails several wheats: the first is enough to see why
-            shown_tests.add(invalid.test)
-            where = say("the_reference") if invalid.wheat == "reference" else say("a_wheat", name=invalid.wheat)
-            head = say("test_fails_on", test=invalid.test, where=where, sanitizer=invalid.sanitizer) if invalid.test \
-                else say("file_fails_on", where=where, sanitizer=invalid.sanitizer)
-            lines.append("  " + head)
-            if invalid.differs:
-                lines.append(ui.indent(say("wheat_differs", differs=invalid.differs), "      ", max_lines=4, more=""))
-            message = "\n".join(invalid.messages)
-            lines.append(ui.indent(message, "      ", max_lines=8, more=""))
+            by_test.setdefault(invalid.test, []).append(invalid)
+        for test, found in by_test.items():
+            where = ", ".join(dict.fromkeys(
+                (say("the_reference") if i.wheat == "reference" else say("a_wheat", name=i.wheat)) + f" ({i.sanitizer})"
+                for i in found))
+            lines.append("  " + (say("test_fails_on", test=test, where=where) if test else
+                                 say("file_fails_on", where=where)))
+            for differs in dict.fromkeys(i.differs for i in found if i.differs):
+                lines.append(ui.indent(say("wheat_differs", differs=differs), "      ", max_lines=4, more=""))
+            lines.append(ui.indent("\n".join(found[0].messages), "      ", max_lines=8, more=""))
         lines.append(say("tests_invalid_why"))
     if verdict.parts:
         lines.append("")

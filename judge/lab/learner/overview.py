@@ -1,6 +1,6 @@
 """The learner's progress over the whole kit, as `list` prints it and `watch` shows it: each
 exercise passed (✓), the stage reached, does not compile, one stage judged alone, or not
-started; the hints taken and the quiz score; an overall progress bar. And the next hint, for
+started; the hints taken, the quiz score and the score of the learner's own tests; an overall progress bar. And the next hint, for
 the first stage that fails."""
 from __future__ import annotations
 
@@ -43,7 +43,19 @@ def extras(exercise: Exercise, progress: Progress) -> str:
     score = progress.quiz_score(exercise)
     if score:
         parts.append(say("quiz_score", right=score[0], total=score[1]))
+    tests = tests_score(exercise, progress)
+    if tests:
+        parts.append(tests)
     return " · ".join(parts)
+
+
+def tests_score(exercise: Exercise, progress: Progress) -> str:
+    """The last verdict of `examine` on the learner's own tests, in a few words; empty when none."""
+    score = progress.tests_score(exercise)
+    if score is None:
+        return ""
+    valid, caught, total = score
+    return say("tests_score", caught=caught, total=total) if valid else say("tests_score_invalid")
 
 
 def render(catalog: Catalog, progress: Progress) -> str:

@@ -1,6 +1,7 @@
 """`watch`: the learner's edit loop. Judges an exercise, then again each time its file is
 saved; when it passes, says so and moves on to the next exercise. While it waits it shows one
-status line and reads single keys: h (next hint), l (list), r (run again), q (quit).
+status line and reads single keys: h (next hint), l (list), t (judge
+the learner's own tests, as `examine`), r (run again), q (quit).
 
 Standard library only: the file is polled (its modification time, size and inode, which also
 catch editors that save by renaming a new file over the old one), and keys are read from the
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..core import build
-from . import workspace, overview, report
+from . import examine, workspace, overview, report
 from ..model.progress import Progress
 from .. import ui
 from ..model.catalog import Catalog, Exercise, shown, translated
@@ -129,6 +130,8 @@ class Watcher:
         """The status line, redrawn where keys are read; elsewhere a line of its own."""
         path = self.file_of(exercise)
         where = overview.status_text(exercise, self.progress, colour=False)
+        if tests := overview.tests_score(exercise, self.progress):
+            where += " · " + tests
         summary = overview.summary(self.catalog, self.progress)
         self.line.live = self.keys.interactive
         # The keys come before the overview: on a narrow terminal the line's end is cut off.
@@ -192,6 +195,9 @@ class Watcher:
             if key == "h":
                 self._hint(exercise)
                 self.status(exercise)
+            elif key == "t":
+                self._examine(exercise)
+                self.status(exercise)
             elif key == "l":
                 self.say()
                 self.say(overview.render(self.catalog, self.progress))
@@ -214,6 +220,17 @@ class Watcher:
             if now == last and now is not None:
                 return
             last = now
+
+    def _examine(self, exercise: Exercise) -> None:
+        """The learner's own tests of the exercise, judged as `examine` judges them."""
+        mine = examine.my_tests_file(exercise)
+        if not mine.is_file():
+            self.say(say("no_my_tests", file=shown(mine), id=exercise.id, header=exercise.header))
+            return
+        self.say(ui.paint(say("examining", file=shown(mine), id=exercise.id), "dim"))
+        verdict, hint = examine.examined(self.catalog, translated(exercise), mine, self.progress)
+        self.progress.save()
+        self.say(examine.render(verdict, hint))
 
     def _hint(self, exercise: Exercise) -> None:
         self.say(overview.take_next_hint(exercise, self.progress))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..learner import bench, serve, serve_verdict
 from . import browser, docs, mutate, stage_marks
-from ..core import build, judging, listing, process, sanitizers
+from ..core import build, examining, judging, listing, process, sanitizers
 from .. import ui
 from .lint import validate
 from ..model.catalog import ROOT, Catalog, Exercise, Limits, shown
@@ -29,6 +29,11 @@ from ..model import schema
 from ..model.progress import Progress
 from ..model.results import StageStatus, TestStatus, Verdict
 from .mistakes import OUT as MISTAKES_OUT, SERVING_OUTCOMES, Mistake, PatchError, materialize, mistakes
+from ..model.variants import Wheat, materialize_wheat, wheats
+
+# Test files whose verdict under `examine` is known: each asserts something the contract leaves
+# free, and names the wheat that does otherwise (`// Invalid on: <wheat>`).
+EXAMINE_FIXTURES = ROOT / "judge" / "selftest" / "fixtures" / "examine"
 
 # How many times in a row the reference must pass every thread stage: a flaky test shows.
 THREAD_REPEATS = 20
@@ -77,6 +82,10 @@ def check_command(args, catalog: Catalog) -> bool:
         # then compile again only what includes the header; that far down the list, the
         # reference is done with them, and no job waits for the other to unlock a tree.
         jobs += [(_skeleton_in_reference_trees, ex, compiler) for compiler in compilers if compiler != "clang"]
+        # Each wheat in its reference's trees too, with both compilers: only what includes the header
+        # compiles again.
+        jobs += [(_wheat, ex, _WheatJob(wheat, compiler)) for compiler in compilers for wheat in wheats(ex)]
+        jobs.append((_examined, ex, "clang"))
         # Those judged on the same stages one after the other: a tree is configured for the
         # stages it holds, and configured again only when they change.
         for mistake in sorted(mistakes(ex), key=lambda m: _stages_of(ex, m)):
@@ -317,6 +326,66 @@ def _skeleton_judged(catalog: Catalog, ex: Exercise, compiler: str, **where) -> 
         detail += ("\n" if detail else "") + "these tests crash or hang on the skeleton instead of failing: " + \
             ", ".join(crashed)
     return Item(not passing and not crashed, what, detail)
+
+
+@dataclass(frozen=True)
+class _WheatJob:
+    wheat: Wheat
+    compiler: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.wheat.name} ({self.compiler})"
+
+
+def _wheat(catalog: Catalog, ex: Exercise, job: _WheatJob) -> Item:
+    """A wheat, a correct implementation that differs from the reference where the contract leaves
+    a choice, passes every stage: a stage that fails it asserts what the contract does not promise."""
+    what = (f"{ex.name}: the wheat {job.wheat.name} passes every stage with {build.program(job.compiler)} "
+            f"({', '.join(ex.sanitizers)})")
+    try:
+        header = materialize_wheat(ex, job.wheat, MISTAKES_OUT / "wheats" / job.compiler / ex.name / job.wheat.name /
+                                   ex.header)
+    except PatchError as err:
+        return Item(False, what, f"the diff no longer applies to {ex.solution_file.relative_to(ROOT)}: {err}")
+    verdict = judging.judge(judging.Request(ex, build.Impl("source", header), (job.compiler,), werror=True,
+                                            line_tables=False, compile_only_judged=True,
+                                            tree_of=build.Impl("solutions")), catalog.limits)
+    if verdict.passed:
+        return Item(True, what)
+    return Item(False, what, f"{job.wheat.description}\n" + _first_problem(verdict) +
+                "\nA stage that fails a correct implementation asserts what the contract does not promise: fix the "
+                "test, or state the promise in the contract (and make the wheat keep it).")
+
+
+def _examined(catalog: Catalog, ex: Exercise, compiler: str) -> Item:
+    """`examine` on the files whose verdict is known: the skeleton's my_tests.cpp is valid; a file
+    with no test is valid and rejects nothing; each file of judge/selftest/fixtures/examine/ that
+    asserts what the contract leaves free is invalid on the wheat it names (and maybe on others:
+    the reference's heap may place a buffer either way)."""
+    what = (f"{ex.name}: examine finds the skeleton's own test file valid, a file with no test valid and rejecting "
+            "nothing, and each file asserting what the contract leaves free invalid, on the wheat named in it")
+    problems = []
+    mine = ex.exercise_file.parent / examining.MY_TESTS
+    verdict = examining.examine(ex, mine, catalog.limits, jobs=1, chaffs=False)
+    if not verdict.valid:
+        problems.append(f"{shown(mine)} is not valid: {verdict.problem or verdict.invalid[0]}")
+    empty = MISTAKES_OUT / "examine" / ex.name / "no_test.cpp"
+    empty.parent.mkdir(parents=True, exist_ok=True)
+    empty.write_text(f'#include "{ex.header}"\n#include <gtest/gtest.h>\n', encoding="utf-8")
+    verdict = examining.examine(ex, empty, catalog.limits, jobs=1)
+    if not verdict.valid or verdict.chaffs_caught or not verdict.chaffs_total:
+        problems.append(f"a file with no test: valid {verdict.valid}, {verdict.chaffs_caught} of "
+                        f"{verdict.chaffs_total} known mistakes rejected {verdict.problem}")
+    for fixture in sorted(EXAMINE_FIXTURES.glob(f"{ex.name}*.cpp")):
+        named = re.search(r"^// Invalid on: (\S+)", fixture.read_text(encoding="utf-8"), re.M)
+        verdict = examining.examine(ex, fixture, catalog.limits, jobs=1, chaffs=False)
+        wheats_failed = sorted({i.wheat for i in verdict.invalid})
+        if not named or verdict.valid or named.group(1) not in wheats_failed:
+            problems.append(f"{shown(fixture)}: invalid on {', '.join(wheats_failed) or 'no wheat'}, where its "
+                            f"`// Invalid on:` line says {named.group(1) if named else '(no such line)'} "
+                            f"{verdict.problem}")
+    return Item(not problems, what, "\n".join(problems))
 
 
 def _thread_stages_repeated(catalog: Catalog, ex: Exercise, compiler: str) -> Item:

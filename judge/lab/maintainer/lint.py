@@ -94,6 +94,12 @@ def catalog_problems(catalog: Catalog) -> list[str]:
                 problems.append(f"{where}: {path.relative_to(ROOT)} is missing")
         if not ex.stages:
             problems.append(f"{where}: no stages")
+        if len(ex.test_hints) < 3:
+            problems.append(f"{where}: test_hints gives {len(ex.test_hints)} hints for writing tests of the contract; "
+                            "give at least three, from the idea to an assertion")
+        mine = ex.exercise_file.parent / "my_tests.cpp"
+        if not mine.is_file():
+            problems.append(f"{where}: {mine.relative_to(ROOT)} is missing: the learner's own tests start from it")
         bad = [s for s in ex.sanitizers if s not in SANITIZERS]
         if bad or not ex.sanitizers:
             problems.append(f"{where}: sanitizers must be chosen from {SANITIZERS}, not {list(ex.sanitizers)}")

@@ -21,3 +21,12 @@ def write_atomically(path: Path, content: bytes, mode: int | None = None) -> Non
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_if_changed(target: Path, text: str) -> Path:
+    """Writes `text` at `target` unless it is already there: an unchanged file keeps its time, so
+    nothing is built again for it. Whole or not at all, as write_atomically: two judges at once (a
+    class graded in parallel) may write the same file while the other compiles it."""
+    if not target.is_file() or target.read_text(encoding="utf-8", errors="replace") != text:
+        write_atomically(target, text.encode("utf-8"))
+    return target

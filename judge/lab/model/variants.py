@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .catalog import ROOT, Exercise
+from .files import write_if_changed
 
 OUT = ROOT / "build" / "mistakes"
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -137,13 +138,6 @@ def unmarked_hunks(diff: str, word: str = "MISTAKE") -> list[int]:
     return unmarked
 
 
-def _written(target: Path, text: str) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if not target.is_file() or target.read_text(encoding="utf-8") != text:
-        target.write_text(text, encoding="utf-8")  # unchanged files keep their time: no rebuild
-    return target
-
-
 def materialize(exercise: Exercise, mistake: Mistake, target: Path | None = None) -> Path:
     """Writes the wrong implementation as a header under build/mistakes/ (or at `target`) and
     returns its path. Raises PatchError when the diff no longer applies to the reference, or has
@@ -155,7 +149,7 @@ def materialize(exercise: Exercise, mistake: Mistake, target: Path | None = None
                          "changes something besides the mistake (mark the wrong line, or drop the hunk)")
     wrong = apply(exercise.solution_file.read_text(encoding="utf-8"), diff)
     header = f"// Mistake: {mistake.description}\n// Caught by: {', '.join(mistake.caught_by)}\n"
-    return _written(target or OUT / exercise.name / f"{mistake.name}.hpp", header + wrong)
+    return write_if_changed(target or OUT / exercise.name / f"{mistake.name}.hpp", header + wrong)
 
 
 def materialize_wheat(exercise: Exercise, wheat: Wheat, target: Path) -> Path:
@@ -167,4 +161,4 @@ def materialize_wheat(exercise: Exercise, wheat: Wheat, target: Path) -> Path:
                          "saying why the contract allows it")
     if not wheat.description:
         raise PatchError(f"{wheat.path.name}: no `Wheat:` line saying what it does differently")
-    return _written(target, f"// Wheat: {wheat.description}\n" + apply(exercise.solution_file.read_text(encoding="utf-8"), diff))
+    return write_if_changed(target, f"// Wheat: {wheat.description}\n" + apply(exercise.solution_file.read_text(encoding="utf-8"), diff))

@@ -355,14 +355,17 @@ WORDS: dict[str, tuple[str, str]] = {
                            "GoogleTest 自带的那个。"),
     "tests_valid": ("Valid: your {tests} test{s} pass on every correct implementation.",
                     "有效：你的 {tests} 个测试在每一个正确实现上都通过。"),
-    "tests_invalid": ("Not valid: {count} test{s} fail on a correct implementation, so they assert something the "
+    "tests_invalid_one": ("Not valid: a test fails on a correct implementation, so it asserts something the contract "
+                          "does not promise.",
+                          "无效：有 1 个测试在正确实现上失败，说明它断言了契约没有承诺的东西。"),
+    "tests_invalid": ("Not valid: {count} tests fail on a correct implementation, so they assert something the "
                       "contract does not promise.",
-                      "无效：{count} 个测试在某个正确实现上失败，说明它们断言了契约没有承诺的东西。"),
+                      "无效：有 {count} 个测试在正确实现上失败，说明它们断言了契约没有承诺的东西。"),
     "the_reference": ("the reference", "参考答案"),
     "a_wheat": ("the correct implementation \"{name}\"", "正确实现“{name}”"),
-    "test_fails_on": ("{test} fails on {where} ({sanitizer}):", "{test} 在{where}上失败（{sanitizer}）："),
-    "file_fails_on": ("the file fails on {where} ({sanitizer}):", "整个文件在{where}上失败（{sanitizer}）："),
-    "wheat_differs": ("That implementation {differs}", "这个实现的不同之处：{differs}"),
+    "test_fails_on": ("{test} fails on {where}:", "{test} 失败于：{where}"),
+    "file_fails_on": ("the file fails on {where}:", "整个文件失败于：{where}"),
+    "wheat_differs": ("That implementation {differs}", "那个实现的不同之处：{differs}"),
     "tests_invalid_why": ("A valid test passes on every implementation the contract allows: assert what the contract "
                           "promises, and leave free what it leaves free.",
                           "有效的测试在契约允许的每一个实现上都通过：只断言契约承诺的，契约留给实现自由的就别去断言。"),
@@ -471,6 +474,9 @@ WORDS: dict[str, tuple[str, str]] = {
     "hints_taken": ("hints taken: {taken}", "已看提示：{taken}"),
     "hints_for_stage": ("{count} for stage {stage}", "阶段 {stage} 的 {count} 条"),
     "quiz_score": ("quiz: {right} of {total} right", "自测：{total} 题答对 {right} 题"),
+    "tests_score": ("your tests: valid, {caught} of {total} known mistakes caught",
+                    "自写测试：有效，抓住 {total} 个已知错误中的 {caught} 个"),
+    "tests_score_invalid": ("your tests: not valid", "自写测试：无效"),
     "progress": ("Progress {bar}", "进度 {bar}"),
     "summary_stage": ("stage {stage}/{count}", "阶段 {stage}/{count}"),
     "summary_compile": ("{mark} compile", "{mark} 编译"),
@@ -539,7 +545,7 @@ WORDS: dict[str, tuple[str, str]] = {
                  "已记录在 {file}；`{judge} list` 可以查看。"),
 
     # -- watch ---------------------------------------------------------------------------------
-    "keys": ("h hint · l list · r run · q quit", "h 提示 · l 列表 · r 运行 · q 退出"),
+    "keys": ("h hint · l list · t your tests · r run · q quit", "h 提示 · l 列表 · t 自写测试 · r 运行 · q 退出"),
     "every_exercise_passes": ("{mark} Every exercise passes.", "{mark} 所有练习都已通过。"),
     "watch_again": (" `{judge} list` shows them; `{judge} watch N` watches exercise N "
                     "again.", "`{judge} list` 列出它们；`{judge} watch N` 重新监视练习 N。"),
