@@ -7,7 +7,6 @@ build."""
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import os
 import shutil
@@ -190,18 +189,20 @@ class GradingAClass(unittest.TestCase):
         no_traceback(self, self.first)
         self.assertEqual(self.first.returncode, 0, self.first.stderr)
         self.assertEqual(self.rows(), {
-            "alice": {"student": "alice", "01-arena": "100", "total": "100"},
-            "bob": {"student": "bob", "01-arena": "60", "total": "60"},
-            "carol": {"student": "carol", "01-arena": "0", "total": "0"},
-            "dave": {"student": "dave", "01-arena": "0", "total": "0"},
+            # Nobody handed in tests of their own: their column, beside the header's, holds 0.
+            "alice": {"student": "alice", "01-arena": "100", "01-arena tests": "0", "total": "100"},
+            "bob": {"student": "bob", "01-arena": "60", "01-arena tests": "0", "total": "60"},
+            "carol": {"student": "carol", "01-arena": "0", "01-arena tests": "0", "total": "0"},
+            "dave": {"student": "dave", "01-arena": "0", "01-arena tests": "0", "total": "0"},
         })
         self.assertRegex(self.first.stdout, r"Graded 4 learners × 1 exercise in .* \(3 judged, 0 unchanged since "
-                                            r"the last run, 1 with no header to judge\): mean total 40.0 of 100")
+                                            r"the last run, 1 with no header to judge\): mean total 40.0 of 120")
 
     def test_2_the_json_and_the_reports_say_why(self):
         document = json.loads((self.out / "grades.json").read_text())
         self.assertEqual(document["exercises"], [{"name": "01-arena", "title": "The arena", "header": "arena.hpp",
-                                                  "max_score": 100, "stage_points": [20, 20, 20, 20, 20]}])
+                                                  "max_score": 100, "stage_points": [20, 20, 20, 20, 20],
+                                                  "test_points": 20}])
         by_name = {s["student"]: s["exercises"]["01-arena"] for s in document["students"]}
         self.assertEqual(by_name["bob"]["stages_passed"], [1, 2, 4])
         self.assertEqual(by_name["bob"]["message"], "stages 1, 2, 4 of 5 pass; the first failing is stage 3 (reuse)")
@@ -235,9 +236,9 @@ class GradingAClass(unittest.TestCase):
         self.assertTrue(all(s.report.startswith("✗ Scored 0") for s in grade.stages))
 
     def test_3b_tests_given_points_are_graded_beside_the_header(self):
-        # The kit's catalog grades no exercise's tests; an instructor gives them points.
         catalog = cat.load()
-        arena = dataclasses.replace(catalog.resolve("1"), test_points=20.0)
+        arena = catalog.resolve("1")
+        self.assertEqual(arena.test_points, 20, "the kit's catalog gives every exercise's tests 20 points")
         alice = self.folder / "alice"
         mine = alice / "exercises" / "01-arena" / "my_tests.cpp"
         shutil.copy(arena.exercise_file.parent / "my_tests.cpp", mine)   # the skeleton's example

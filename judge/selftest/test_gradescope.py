@@ -170,6 +170,13 @@ class Autograder(unittest.TestCase):
         self.assertTrue(path.is_file(), "run_autograder must always write results.json")
         data = json.loads(path.read_text(encoding="utf-8"))
         self.assertEqual(formats.json_errors(data, SCHEMA), [], "results.json breaks Gradescope's format")
+        # A submission of a header alone has no tests of its own: the test that grades them, last,
+        # scores 0 and says so. The stages' tests are the rest.
+        if data["tests"] and gradescope_results.TESTS_TAG in data["tests"][-1].get("tags", []):
+            yours = data["tests"].pop()
+            self.assertEqual((yours["number"], yours["score"], yours["max_score"], yours["status"]),
+                             ("1.6", 0, 20, "failed"))
+            self.assertIn("was handed in beside arena.hpp", yours["output"])
         return data
 
     def assert_stage_tests(self, data: dict) -> None:

@@ -130,9 +130,9 @@ class Watcher:
         """The status line, redrawn where keys are read; elsewhere a line of its own."""
         path = self.file_of(exercise)
         where = overview.status_text(exercise, self.progress, colour=False)
-        if tests := overview.tests_score(exercise, self.progress):
-            where += " · " + tests
         summary = overview.summary(self.catalog, self.progress)
+        if tests := overview.tests_score(exercise, self.progress):
+            summary += " · " + tests   # last: a narrow terminal cuts the line's end, never the keys
         self.line.live = self.keys.interactive
         # The keys come before the overview: on a narrow terminal the line's end is cut off.
         self.line.draw(say("watching", file=shown(path), where=where, keys=say("keys"), summary=summary),

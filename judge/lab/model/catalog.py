@@ -299,9 +299,12 @@ def tests_in_source(exercise: Exercise) -> dict[str, list[str]]:
 # -- the Chinese edition of the catalog's words ------------------------------------------------
 
 def english_words(exercise: Exercise) -> dict:
-    """What judge/catalog.zh.toml translates of an exercise: its title and summary, and each
-    stage's suite, title, goal and hints."""
-    return {"title": exercise.title, "summary": exercise.summary, "test_hints": list(exercise.test_hints),
+    """What judge/catalog.zh.toml translates of an exercise: its title, summary and hints for
+    writing tests, and each stage's suite, title, goal and hints."""
+    words_of = {"title": exercise.title, "summary": exercise.summary}
+    if exercise.test_hints:   # an exercise written before there were any keeps its digest
+        words_of["test_hints"] = list(exercise.test_hints)
+    return {**words_of,
             "stages": [{"suite": s.suite, "title": s.title, "goal": s.goal,
                         "hints": [{"level": h.level, "text": h.text, "tests": list(h.tests)} for h in s.hints]}
                        for s in exercise.stages]}

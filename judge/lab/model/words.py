@@ -545,7 +545,7 @@ WORDS: dict[str, tuple[str, str]] = {
                  "已记录在 {file}；`{judge} list` 可以查看。"),
 
     # -- watch ---------------------------------------------------------------------------------
-    "keys": ("h hint · l list · t your tests · r run · q quit", "h 提示 · l 列表 · t 自写测试 · r 运行 · q 退出"),
+    "keys": ("h hint · l list · r run · q quit · t your tests", "h 提示 · l 列表 · r 运行 · q 退出 · t 自写测试"),
     "every_exercise_passes": ("{mark} Every exercise passes.", "{mark} 所有练习都已通过。"),
     "watch_again": (" `{judge} list` shows them; `{judge} watch N` watches exercise N "
                     "again.", "`{judge} list` 列出它们；`{judge} watch N` 重新监视练习 N。"),
