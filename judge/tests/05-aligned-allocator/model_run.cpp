@@ -473,7 +473,7 @@ void run_arena(const ArenaSetup& setup, const std::vector<ArenaOp>& ops) {
         const bool heap_fails = op.kind == ArenaOp::allocate_heap_fails && valid;
         const aligned_model::Arena::Placement placement =
             valid ? model.place(op.bytes, op.alignment) : aligned_model::Arena::Placement{Where::refused, 0, 0, 0};
-        const std::size_t handed_before = tracking.handed_out().size();
+        const std::size_t handed_before = tracking.handed_out().size(), refused_before = tracking.refused();
         void* got = nullptr;
         std::string ending;
         {
@@ -486,6 +486,12 @@ void run_arena(const ArenaSetup& setup, const std::vector<ArenaOp>& ops) {
         }
         const std::vector<TrackingResource::Handed> handed = tracking.handed_out();
         const void* from_upstream = handed.size() == handed_before + 1 ? handed.back().p : nullptr;
+        // Whether recording a spilled block needs the heap is the header's choice, and so is whether
+        // it makes room for the record before it asks the upstream: with the heap failing, a spill
+        // may throw std::bad_alloc before the upstream hears of it, and then nothing has changed.
+        const bool upstream_not_asked = heap_fails && placement.where != Where::buffer &&
+                                        ending == "throws std::bad_alloc" &&
+                                        handed.size() == handed_before && tracking.refused() == refused_before;
         // What the model says the call does, and the rule behind it.
         std::string wanted = "returns", note, meaning;
         bool spill_unrecorded = false;
@@ -496,6 +502,11 @@ void run_arena(const ArenaSetup& setup, const std::vector<ArenaOp>& ops) {
           note = "buffer + " + std::to_string(placement.offset);
           meaning = "the padding and the request fit in what is left, and the block starts inside the buffer, so it "
                     "comes from the buffer";
+        } else if (upstream_not_asked) {
+          wanted = "throws std::bad_alloc";
+          note = "throws std::bad_alloc: " + no_room(placement) + "; no room for the record, so the upstream was not asked";
+          meaning = "a request that throws changes nothing: the heap failed while the arena made room to record the "
+                    "upstream's block, before it asked the upstream";
         } else if (placement.where == Where::refused) {
           wanted = "throws std::bad_alloc";
           note = "throws std::bad_alloc: " + no_room(placement) + ", and the upstream refuses it";
@@ -507,7 +518,8 @@ void run_arena(const ArenaSetup& setup, const std::vector<ArenaOp>& ops) {
           wanted = "throws std::bad_alloc";
           note = "throws std::bad_alloc: " + no_room(placement) + "; the upstream's block could not be recorded, and went back";
           meaning = "a request that throws changes nothing: if recording the upstream's block fails, the block goes "
-                    "back upstream before std::bad_alloc leaves (or the call returns the block, recorded)";
+                    "back upstream before std::bad_alloc leaves (or the call returns the block, recorded, or it makes "
+                    "room for the record before it asks the upstream)";
           spill_unrecorded = true;
         } else {
           note = "from upstream: " + no_room(placement);
@@ -518,7 +530,7 @@ void run_arena(const ArenaSetup& setup, const std::vector<ArenaOp>& ops) {
         t.same(call, wanted, ending, meaning);
         if (spill_unrecorded) {
           model.spill_unrecorded(op.bytes, op.alignment);
-        } else if (valid) {
+        } else if (valid && !upstream_not_asked) {
           model.allocate(placement, op.bytes, op.alignment);
         }
         if (ending == "returns") {
