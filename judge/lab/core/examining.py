@@ -255,6 +255,12 @@ def examine(exercise: Exercise, source: Path, limits: Limits, jobs: int | None =
             verdict.problem = first.compile_error or first.problem
             verdict.seconds = time.monotonic() - started
             return verdict
+        if first.problem and not first.failed:
+            # A file that hangs, floods, exits or crashes outside a test on the reference does so
+            # everywhere: one run says it.
+            verdict.invalid = _invalid(first)
+            verdict.seconds = time.monotonic() - started
+            return verdict
         runs = [first] + list(pool.map(lambda job: _run(exercise, source, job[0], chains[job[1]], work, limits,
                                                          limits.test_timeout_seconds), judged_wheats[1:]))
         for run in runs:
@@ -352,6 +358,9 @@ def _run(exercise: Exercise, source: Path, impl: Implementation, chain: Toolchai
     run.running = gtest_report.running_test(stdout) or ""
     if ran.timed_out:
         run.problem = f"the program did not end within {timeout:.0f} s"
+    elif ran.stdout.truncated or ran.stderr.truncated:
+        run.problem = (f"the tests printed {max(ran.stdout.total, ran.stderr.total):,} bytes, more than the "
+                       f"{limits.output_bytes:,} the judge keeps: a test prints what it checks, not a flood")
     elif ran.returncode != 0 and not run.failed:
         run.problem = _stopped(ran, stderr)
     elif data is None:
