@@ -12,9 +12,12 @@ on every core at once, the wheats first: a file that fails a wheat has its faili
 of the chaffs' runs, so what the file's valid tests catch is still counted.
 
 A chaff is rejected when the file does not compile against it, when a test fails, when the program
-crashes or a sanitizer reports, or when it runs far longer than on the slowest wheat (a hang). It
-runs under the instrumentations of the stages that catch it; a wheat, under every one the
-exercise's stages use."""
+crashes or a sanitizer reports, or when it runs far longer than on the slowest wheat (a hang).
+Every implementation runs under AddressSanitizer, where the tests' assertions are judged; a wheat
+runs again under ThreadSanitizer where the exercise has thread stages, and so does a chaff that a
+thread stage catches. There only races, crashes and hangs count: a test of the heap (a replaced
+operator new) or of AddressSanitizer's poisoning cannot hold under ThreadSanitizer, and the kit's
+own stages never ask it to."""
 from __future__ import annotations
 
 import hashlib
@@ -137,7 +140,10 @@ def implementations(exercise: Exercise) -> list[Implementation]:
     for i, mistake in enumerate(mistakes(exercise)):
         key = f"chaff-{i:03d}"   # numbered: the learner's tests learn nothing from a folder's name
         stages = _stages_of(exercise, mistake)
-        sanitizers_of = tuple(s for s in every if any(s in exercise.stages[k - 1].sanitizers for k in stages)) or every
+        # Under AddressSanitizer always, where every assertion is judged; under ThreadSanitizer too
+        # when a stage that catches it runs there, for the races.
+        sanitizers_of = tuple(s for s in every if s == "asan" or any(s in exercise.stages[k - 1].sanitizers
+                                                                     for k in stages))
         found.append(Implementation(key, materialize(exercise, mistake, root / key / exercise.header),
                                     False, part=_part(exercise, mistake), sanitizers=sanitizers_of))
     return found
@@ -356,6 +362,14 @@ def _run(exercise: Exercise, source: Path, impl: Implementation, chain: Toolchai
                 if failures:
                     run.failed[name] = failures
     run.running = gtest_report.running_test(stdout) or ""
+    if chain.sanitizer == "tsan" and data is not None and ran.returncode == 1 and "ThreadSanitizer" not in stderr:
+        # Under ThreadSanitizer only races, crashes and hangs count: the same tests' assertions are
+        # judged under AddressSanitizer, and a test of the heap or of AddressSanitizer's poisoning
+        # cannot hold here.
+        run.failed = {}
+        return run
+    if chain.sanitizer == "tsan":
+        run.failed = {}
     if ran.timed_out:
         run.problem = f"the program did not end within {timeout:.0f} s"
     elif ran.stdout.truncated or ran.stderr.truncated:
