@@ -125,11 +125,12 @@ __attribute__((no_sanitize_address)) void restore_shadow([[maybe_unused]] const 
 #endif
 }
 
-// AddressSanitizer's shadow of the 64 bytes past the buffer, which are not the ring's, as it was
-// when the first block showed where the buffer lies. A header that poisons them would leave its
-// marks for the next sequence's ring, which the kernel may map at the same address, and the
-// failure would not replay while RapidCheck shrinks it: the guard puts the shadow back as it
-// found it.
+// AddressSanitizer's shadow of the 64 bytes past the buffer, which are not the ring's, made
+// addressable when the first block shows where the buffer lies: whatever an earlier test or
+// sequence left there (a ring the kernel mapped at the same address, poisoned by a header), a
+// header that poisons them now shows. A header that poisons them would leave its marks for the
+// next sequence's ring, and the failure would not replay while RapidCheck shrinks it: the guard
+// puts the shadow back as it found it.
 struct PastTheEnd {
   const std::byte* at = nullptr;
   std::vector<signed char> saved;
@@ -144,6 +145,7 @@ struct PastTheEnd {
   void record(const std::byte* p) {
     at = p;
     shadow_of(p, 64, saved);
+    restore_shadow(p, std::vector<signed char>(saved.size(), 0));
     shown = alloclab::test::shadow_bytes(p, 64);
   }
 };
