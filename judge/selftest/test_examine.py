@@ -77,7 +77,8 @@ class HostileTestFiles(unittest.TestCase):
         for ex in cat.load().exercises:
             self.assertTrue((ex.exercise_file.parent / "my_tests.cpp").is_file(), ex.name)
             self.assertGreaterEqual(len(wheats(ex)), 2, f"{ex.name}: two correct implementations besides the reference")
-            self.assertTrue(all(w.description for w in wheats(ex)), f"{ex.name}: every wheat says how it differs")
+            self.assertTrue(all(w.description and w.description_zh for w in wheats(ex)),
+                            f"{ex.name}: every wheat says how it differs, in English and in Chinese")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ class Implementation:
     wheat: bool
     name: str = ""           # a wheat's name ("reference" for the reference)
     differs: str = ""        # a wheat's `Wheat:` line
+    differs_zh: str = ""     # and its `Wheat zh:` line
     part: int = 0            # a chaff's stage: the first that catches it
     sanitizers: tuple[str, ...] = ()
 
@@ -84,6 +85,7 @@ class InvalidTest:
     differs: str
     sanitizer: str
     messages: tuple[str, ...]
+    differs_zh: str = ""
 
 
 @dataclass(frozen=True)
@@ -132,11 +134,11 @@ def implementations(exercise: Exercise) -> list[Implementation]:
     every = tuple(exercise.sanitizers)
     found = [Implementation("reference", write_if_changed(root / "reference" / exercise.header,
                                                    exercise.solution_file.read_text(encoding="utf-8")),
-                            True, "reference", "", 0, every)]
+                            True, "reference", sanitizers=every)]
     for wheat in wheats(exercise):
         key = f"wheat-{wheat.name}"
         found.append(Implementation(key, materialize_wheat(exercise, wheat, root / key / exercise.header),
-                                    True, wheat.name, wheat.description, 0, every))
+                                    True, wheat.name, wheat.description, wheat.description_zh, sanitizers=every))
     for i, mistake in enumerate(mistakes(exercise)):
         key = f"chaff-{i:03d}"   # numbered: the learner's tests learn nothing from a folder's name
         stages = _stages_of(exercise, mistake)
@@ -310,11 +312,11 @@ def _parts(exercise: Exercise, chaffs: list[Implementation], rejected: set[str])
 def _invalid(run: Run) -> list[InvalidTest]:
     impl = run.implementation
     if not run.compiled:
-        return [InvalidTest("", impl.name, impl.differs, run.sanitizer, (run.compile_error,))]
-    found = [InvalidTest(test, impl.name, impl.differs, run.sanitizer, tuple(messages))
+        return [InvalidTest("", impl.name, impl.differs, run.sanitizer, (run.compile_error,), impl.differs_zh)]
+    found = [InvalidTest(test, impl.name, impl.differs, run.sanitizer, tuple(messages), impl.differs_zh)
              for test, messages in run.failed.items()]
     if run.problem and not found:
-        found.append(InvalidTest(run.running, impl.name, impl.differs, run.sanitizer, (run.problem,)))
+        found.append(InvalidTest(run.running, impl.name, impl.differs, run.sanitizer, (run.problem,), impl.differs_zh))
     return found
 
 

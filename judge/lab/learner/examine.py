@@ -12,7 +12,7 @@ from ..core import build, examining
 from ..model.catalog import Catalog, Exercise, shown, translated
 from ..model.errors import UsageError
 from ..model.progress import Progress, digest
-from ..model.words import say, then
+from ..model.words import language, say, then
 from .. import ui
 
 
@@ -67,12 +67,14 @@ def render(verdict: examining.TestsVerdict, hint: str = "") -> str:
         for invalid in verdict.invalid:
             by_test.setdefault(invalid.test, []).append(invalid)
         for test, found in by_test.items():
-            where = ", ".join(dict.fromkeys(
-                (say("the_reference") if i.wheat == "reference" else say("a_wheat", name=i.wheat)) + f" ({i.sanitizer})"
-                for i in found))
+            where = say("list_joiner").join(dict.fromkeys(
+                say("implementation_in", implementation=say("the_reference") if i.wheat == "reference" else
+                    say("a_wheat", name=i.wheat), sanitizer=i.sanitizer) for i in found))
             lines.append("  " + (say("test_fails_on", test=test, where=where) if test else
                                  say("file_fails_on", where=where)))
-            for differs in dict.fromkeys(i.differs for i in found if i.differs):
+            chinese = language() == "zh"
+            for differs in dict.fromkeys((i.differs_zh if chinese and i.differs_zh else i.differs)
+                                         for i in found if i.differs):
                 lines.append(ui.indent(say("wheat_differs", differs=differs), "      ", max_lines=4, more=""))
             lines.append(ui.indent("\n".join(found[0].messages), "      ", max_lines=8, more=""))
         lines.append(say("tests_invalid_why"))

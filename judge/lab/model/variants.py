@@ -9,11 +9,13 @@ it, the diff no longer applies and says so, instead of drifting apart silently. 
 line marked with the variant's word (`// MISTAKE: why it looks right`, `// WHEAT: why the contract
 allows it`): a hunk without one changes something the variant is not about.
 
-A wheat file starts with the line the judge reads,
+A wheat file starts with the lines the judge reads,
 
     Wheat: hands out a new chunk's blocks from the last to the first; the contract leaves that order free.
+    Wheat zh: 新 chunk 的块从最后一块往前交出；契约对这个顺序不作规定。
 
-which `examine` shows a learner whose test fails on it, then the output of `diff -u`."""
+which `examine` shows a learner whose test fails on it (the second in Chinese), then the output of
+`diff -u`."""
 from __future__ import annotations
 
 import re
@@ -51,7 +53,8 @@ class Mistake:
 @dataclass(frozen=True)
 class Wheat:
     path: Path
-    description: str   # what it does differently, in the contract's words
+    description: str        # what it does differently, in the contract's words
+    description_zh: str = ""   # the same in Chinese, for a learner who reads Chinese
 
     @property
     def name(self) -> str:
@@ -79,8 +82,8 @@ def wheats_dir(exercise: Exercise) -> Path:
 
 def wheats(exercise: Exercise) -> list[Wheat]:
     """The exercise's wheats besides its reference, by name."""
-    return [Wheat(path, _line(path.read_text(encoding="utf-8"), "Wheat"))
-            for path in sorted(wheats_dir(exercise).glob("*.diff"))]
+    texts = {path: path.read_text(encoding="utf-8") for path in sorted(wheats_dir(exercise).glob("*.diff"))}
+    return [Wheat(path, _line(text, "Wheat"), _line(text, "Wheat zh")) for path, text in texts.items()]
 
 
 def apply(original: str, diff: str) -> str:

@@ -365,7 +365,9 @@ WORDS: dict[str, tuple[str, str]] = {
     "a_wheat": ("the correct implementation \"{name}\"", "正确实现“{name}”"),
     "test_fails_on": ("{test} fails on {where}:", "{test} 失败于：{where}"),
     "file_fails_on": ("the file fails on {where}:", "整个文件失败于：{where}"),
-    "wheat_differs": ("That implementation {differs}", "那个实现的不同之处：{differs}"),
+    "wheat_differs": ("Where it differs: {differs}", "那个实现的不同之处：{differs}"),
+    "implementation_in": ("{implementation} ({sanitizer})", "{implementation}（{sanitizer}）"),
+    "list_joiner": (", ", "、"),
     "tests_invalid_why": ("A valid test passes on every implementation the contract allows: assert what the contract "
                           "promises, and leave free what it leaves free.",
                           "有效的测试在契约允许的每一个实现上都通过：只断言契约承诺的，契约留给实现自由的就别去断言。"),
