@@ -141,7 +141,7 @@ def implementations(exercise: Exercise) -> list[Implementation]:
                                     True, wheat.name, wheat.description, wheat.description_zh, sanitizers=every))
     for i, mistake in enumerate(mistakes(exercise)):
         key = f"chaff-{i:03d}"   # numbered: the learner's tests learn nothing from a folder's name
-        stages = _stages_of(exercise, mistake)
+        stages = mistake.stages(exercise)
         # Under AddressSanitizer always, where every assertion is judged; under ThreadSanitizer too
         # when a stage that catches it runs there, for the races.
         sanitizers_of = tuple(s for s in every if s == "asan" or any(s in exercise.stages[k - 1].sanitizers
@@ -151,14 +151,10 @@ def implementations(exercise: Exercise) -> list[Implementation]:
     return found
 
 
-def _stages_of(exercise: Exercise, mistake: Mistake) -> list[int]:
-    return [s.number for suite in mistake.suites() if (s := exercise.stage_for_suite(suite))]
-
-
 def _part(exercise: Exercise, mistake: Mistake) -> int:
     """The part of the contract a chaff gets wrong: the first stage that catches it, other than the
     model stage, which catches a bit of everything; the model stage when only it does."""
-    stages = _stages_of(exercise, mistake)
+    stages = mistake.stages(exercise)
     last = len(exercise.stages)
     return next((k for k in stages if k != last), stages[0] if stages else last)
 

@@ -88,7 +88,7 @@ def check_command(args, catalog: Catalog) -> bool:
         jobs.append((_examined, ex, "clang"))
         # Those judged on the same stages one after the other: a tree is configured for the
         # stages it holds, and configured again only when they change.
-        for mistake in sorted(mistakes(ex), key=lambda m: _stages_of(ex, m)):
+        for mistake in sorted(mistakes(ex), key=lambda m: m.stages(ex)):
             jobs.append((_mistake, ex, mistake))
         if ex.bench_dir.is_dir():
             jobs.append((_benchmarks, ex, "clang"))
@@ -483,11 +483,6 @@ def _mistake(catalog: Catalog, ex: Exercise, mistake: Mistake, slot: str) -> Ite
     if escaped:
         return Item(False, what, f"{', '.join(escaped)} passed: the mistake is not caught")
     return Item(not verdict.passed, what)
-
-
-def _stages_of(ex: Exercise, mistake: Mistake) -> tuple[int, ...]:
-    found = (ex.stage_for_suite(test.split(".")[0]) for test in mistake.caught_by)
-    return tuple(sorted({s.number for s in found if s is not None}))
 
 
 def _benchmarks(catalog: Catalog, ex: Exercise, compiler: str) -> Item:

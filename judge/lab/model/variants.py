@@ -45,9 +45,10 @@ class Mistake:
     def name(self) -> str:
         return self.path.stem
 
-    def suites(self) -> tuple[str, ...]:
-        """The suites of the tests that catch it, in the order `Caught by` names them."""
-        return tuple(dict.fromkeys(t.split(".")[0] for t in self.caught_by))
+    def stages(self, exercise: Exercise) -> tuple[int, ...]:
+        """The numbers of the exercise's stages whose tests catch it, lowest first."""
+        found = (exercise.stage_for_suite(test.split(".")[0]) for test in self.caught_by)
+        return tuple(sorted({s.number for s in found if s is not None}))
 
 
 @dataclass(frozen=True)
